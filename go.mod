@@ -1,0 +1,3 @@
+module github.com/gvr-go/gvr
+
+go 1.25

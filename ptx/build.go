@@ -1,0 +1,580 @@
+package ptx
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+)
+
+// NewModule starts a module for target t.
+func NewModule(t Target) *Module {
+	return &Module{Target: t}
+}
+
+// Comment adds a line to the module's header comment.
+func (m *Module) Comment(format string, args ...any) {
+	m.Header = append(m.Header, fmt.Sprintf(format, args...))
+}
+
+// Errorf records a builder error at the caller's position; Build returns it.
+func (m *Module) Errorf(format string, args ...any) {
+	m.errs = append(m.errs, fmt.Errorf("%s: %s", callerPos(), fmt.Sprintf(format, args...)))
+}
+
+// Shared declares a static shared-memory array of n elements of type elem,
+// aligned to align bytes (0: the element size).
+func (m *Module) Shared(name string, elem Type, n, align int) *Var {
+	if align == 0 {
+		align = elem.Bytes()
+	}
+	v := &Var{Name: name, Space: SpaceShared, Elem: elem, Len: n, Align: align}
+	m.Vars = append(m.Vars, v)
+	return v
+}
+
+// ExternShared declares the dynamically sized shared-memory array whose size
+// is given at launch.
+func (m *Module) ExternShared(name string, align int) *Var {
+	v := &Var{Name: name, Space: SpaceShared, Elem: B8, Align: align, Extern: true}
+	m.Vars = append(m.Vars, v)
+	return v
+}
+
+// NewEntry adds a kernel entry called name.
+func (m *Module) NewEntry(name string) *Entry {
+	e := &Entry{Name: name, m: m, id: uint32(len(m.Entries) + 1)}
+	m.Entries = append(m.Entries, e)
+	return e
+}
+
+// Build checks the module (the verify pass), fixes its .version, and returns
+// every error found, each with the generator position that caused it.
+func (m *Module) Build() error {
+	errs := append([]error(nil), m.errs...)
+	errs = append(errs, Verify(m)...)
+	m.Version = m.Target.MinPTX
+	for _, e := range m.Entries {
+		if e.ReqNCTAPerCluster.set() {
+			m.Version = maxVersion(m.Version, v78)
+		}
+		for _, s := range e.Body {
+			if in, ok := s.(*Inst); ok {
+				_, v := in.Requires()
+				m.Version = maxVersion(m.Version, v)
+			}
+		}
+	}
+	m.built = len(errs) == 0
+	return errors.Join(errs...)
+}
+
+// callerPos is the file:line of the first caller outside package ptx.
+func callerPos() string {
+	pcs := make([]uintptr, 16)
+	n := runtime.Callers(2, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/gvr-go/gvr/ptx.") || strings.HasSuffix(f.File, "_test.go") {
+			file := f.File
+			if i := strings.LastIndex(file, "/"); i >= 0 {
+				if j := strings.LastIndex(file[:i], "/"); j >= 0 {
+					file = file[j+1:]
+				}
+			}
+			return fmt.Sprintf("%s:%d", file, f.Line)
+		}
+		if !more {
+			return "?"
+		}
+	}
+}
+
+// Param adds a kernel parameter.
+func (e *Entry) Param(name string, t Type) *Param {
+	p := &Param{Name: name, T: t}
+	e.Params = append(e.Params, p)
+	return p
+}
+
+// Reg allocates a new virtual register of type t.
+func (e *Entry) Reg(t Type) Reg {
+	if t == TypePred || t.Bits() < 8 {
+		e.m.Errorf("entry %s: Reg(%v): use Pred for predicates", e.Name, t)
+		return Reg{}
+	}
+	c := classOf(t)
+	r := Reg{T: t, N: e.nregs[c], entry: e.id}
+	e.nregs[c]++
+	return r
+}
+
+// Pred allocates a new predicate register.
+func (e *Entry) Pred() Pred {
+	p := Pred{N: e.nregs[classPred], entry: e.id}
+	e.nregs[classPred]++
+	return p
+}
+
+// NewLabel makes a label unique within the entry; hint makes it readable.
+func (e *Entry) NewLabel(hint string) Label {
+	e.labels++
+	return Label{Name: fmt.Sprintf("$L%d_%s", e.labels, hint)}
+}
+
+// Place puts label l at the current position.
+func (e *Entry) Place(l Label) { e.Body = append(e.Body, LabelStmt{l}) }
+
+// Comment adds a comment line at the current position.
+func (e *Entry) Comment(format string, args ...any) {
+	e.Body = append(e.Body, Comment{fmt.Sprintf(format, args...)})
+}
+
+// Emit appends an instruction spelled op.mods[0].mods[1]... with args. The
+// typed helpers below cover what gvr's generators use; Emit is the escape
+// hatch, checked like them by the verify pass.
+func (e *Entry) Emit(op string, mods []string, args ...Operand) *Inst {
+	in := &Inst{Op: op, Mods: mods, Args: args, Guard: e.guard, Pos: callerPos()}
+	e.Body = append(e.Body, in)
+	return in
+}
+
+// Guarded emits the instructions that fn emits under the guard @p (@!p for
+// p.Not()). Guards do not nest.
+func (e *Entry) Guarded(p Pred, fn func()) {
+	if e.guard != nil {
+		e.m.Errorf("entry %s: Guarded inside Guarded", e.Name)
+	}
+	e.guard = &p
+	fn()
+	e.guard = nil
+}
+
+// If emits then, executed by the threads for which p holds.
+func (e *Entry) If(p Pred, then func()) {
+	end := e.NewLabel("endif")
+	e.braIf(p.Not(), end)
+	then()
+	e.Place(end)
+}
+
+// IfElse emits then for the threads where p holds and els for the others.
+func (e *Entry) IfElse(p Pred, then, els func()) {
+	elseL, end := e.NewLabel("else"), e.NewLabel("endif")
+	e.braIf(p.Not(), elseL)
+	then()
+	e.Bra(end)
+	e.Place(elseL)
+	els()
+	e.Place(end)
+}
+
+// For emits for i = start; i < end; i += step { body }, comparing as i's
+// type (signed or unsigned).
+func (e *Entry) For(i Reg, start, end, step Operand, body func()) {
+	e.Mov(i, start)
+	e.While(func() Pred {
+		p := e.Pred()
+		e.Setp(p, LT, i, end)
+		return p
+	}, func() {
+		body()
+		e.Add(i, i, step)
+	})
+}
+
+// While emits a loop that evaluates cond at the top of each iteration and
+// runs body while it holds.
+func (e *Entry) While(cond func() Pred, body func()) {
+	top, end := e.NewLabel("loop"), e.NewLabel("endloop")
+	e.Place(top)
+	p := cond()
+	e.braIf(p.Not(), end)
+	body()
+	e.Bra(top)
+	e.Place(end)
+}
+
+// DoWhile emits a loop whose body runs once, then again while cond holds.
+func (e *Entry) DoWhile(body func(), cond func() Pred) {
+	top := e.NewLabel("do")
+	e.Place(top)
+	body()
+	e.braIf(cond(), top)
+}
+
+func (e *Entry) braIf(p Pred, l Label) {
+	saved := e.guard
+	e.guard = &p
+	e.Emit("bra", nil, l)
+	e.guard = saved
+}
+
+// BraIf branches to l when p holds.
+func (e *Entry) BraIf(p Pred, l Label) { e.braIf(p, l) }
+
+// Bra branches to l.
+func (e *Entry) Bra(l Label) { e.Emit("bra", nil, l) }
+
+// BraUni branches to l; the branch is known to be warp-uniform.
+func (e *Entry) BraUni(l Label) { e.Emit("bra", []string{"uni"}, l) }
+
+// Ret returns from the kernel.
+func (e *Entry) Ret() { e.Emit("ret", nil) }
+
+// Exit ends the thread.
+func (e *Entry) Exit() { e.Emit("exit", nil) }
+
+// Float is a float32 immediate.
+func Float(v float32) FloatImm { return FloatImm{T: F32, Bits: uint64(math.Float32bits(v))} }
+
+// FloatBits is the float32 immediate with the given bits.
+func FloatBits(b uint32) FloatImm { return FloatImm{T: F32, Bits: uint64(b)} }
+
+// Double is a float64 immediate.
+func Double(v float64) FloatImm { return FloatImm{T: F64, Bits: math.Float64bits(v)} }
+
+// At is the address [base+off].
+func At(base Operand, off int64) Addr { return Addr{Base: base, Off: off} }
+
+// typeOf is the type an operand carries, if any.
+func typeOf(a Operand) Type {
+	switch a := a.(type) {
+	case Reg:
+		return a.T
+	case Pred:
+		return TypePred
+	case FloatImm:
+		return a.T
+	case Special:
+		return a.Type()
+	}
+	return TypeInvalid
+}
+
+// ---- data movement and arithmetic ----
+
+// Mov emits mov: d = a. d is a Reg or a Pred; a may be a register, an
+// immediate, a special register, or a *Var/*Param (its address).
+func (e *Entry) Mov(d, a Operand) { e.Emit("mov", []string{typeOf(d).Name()}, d, a) }
+
+func (e *Entry) arith(op string, d Reg, args ...Operand) {
+	e.Emit(op, []string{d.T.Name()}, append([]Operand{d}, args...)...)
+}
+
+// Add emits d = a + b.
+func (e *Entry) Add(d Reg, a, b Operand) { e.arith("add", d, a, b) }
+
+// Sub emits d = a - b.
+func (e *Entry) Sub(d Reg, a, b Operand) { e.arith("sub", d, a, b) }
+
+// Min emits d = min(a, b) (for floats a NaN operand is ignored).
+func (e *Entry) Min(d Reg, a, b Operand) { e.arith("min", d, a, b) }
+
+// Max emits d = max(a, b) (for floats a NaN operand is ignored).
+func (e *Entry) Max(d Reg, a, b Operand) { e.arith("max", d, a, b) }
+
+// Rem emits the integer remainder d = a % b.
+func (e *Entry) Rem(d Reg, a, b Operand) { e.arith("rem", d, a, b) }
+
+// And emits d = a & b (d may be a predicate register via AndPred).
+func (e *Entry) And(d Reg, a, b Operand) { e.arith("and", d, a, b) }
+
+// Or emits d = a | b.
+func (e *Entry) Or(d Reg, a, b Operand) { e.arith("or", d, a, b) }
+
+// Xor emits d = a ^ b.
+func (e *Entry) Xor(d Reg, a, b Operand) { e.arith("xor", d, a, b) }
+
+// Not emits d = ^a.
+func (e *Entry) Not(d Reg, a Operand) { e.arith("not", d, a) }
+
+// Neg emits d = -a.
+func (e *Entry) Neg(d Reg, a Operand) { e.arith("neg", d, a) }
+
+// Abs emits d = |a|.
+func (e *Entry) Abs(d Reg, a Operand) { e.arith("abs", d, a) }
+
+// AndPred emits d = a && b on predicates.
+func (e *Entry) AndPred(d, a, b Pred) { e.Emit("and", []string{"pred"}, d, a, b) }
+
+// OrPred emits d = a || b on predicates.
+func (e *Entry) OrPred(d, a, b Pred) { e.Emit("or", []string{"pred"}, d, a, b) }
+
+// Mul emits d = a * b: the low half for integers, round-to-nearest for floats.
+func (e *Entry) Mul(d Reg, a, b Operand) {
+	if d.T.IsFloat() {
+		e.Emit("mul", []string{"rn", d.T.Name()}, d, a, b)
+		return
+	}
+	e.Emit("mul", []string{"lo", d.T.Name()}, d, a, b)
+}
+
+// MulHi emits the high half of the integer product a * b.
+func (e *Entry) MulHi(d Reg, a, b Operand) { e.Emit("mul", []string{"hi", d.T.Name()}, d, a, b) }
+
+// MulWide emits the full product of two half-width integers: d is 64-bit for
+// 32-bit sources (the source type is d's halved: u64 -> u32).
+func (e *Entry) MulWide(d Reg, a, b Operand) {
+	e.Emit("mul", []string{"wide", narrow(d.T).Name()}, d, a, b)
+}
+
+// Mad emits d = a*b + c: mad.lo for integers, fma.rn for floats.
+func (e *Entry) Mad(d Reg, a, b, c Operand) {
+	if d.T.IsFloat() {
+		e.Emit("fma", []string{"rn", d.T.Name()}, d, a, b, c)
+		return
+	}
+	e.Emit("mad", []string{"lo", d.T.Name()}, d, a, b, c)
+}
+
+// Div emits d = a / b: truncating for integers, IEEE round-to-nearest for
+// floats.
+func (e *Entry) Div(d Reg, a, b Operand) {
+	if d.T.IsFloat() {
+		e.Emit("div", []string{"rn", d.T.Name()}, d, a, b)
+		return
+	}
+	e.arith("div", d, a, b)
+}
+
+// Shl emits d = a << b.
+func (e *Entry) Shl(d Reg, a, b Operand) {
+	e.Emit("shl", []string{bitsType(d.T).Name()}, d, a, b)
+}
+
+// Shr emits d = a >> b: arithmetic for signed d, logical otherwise.
+func (e *Entry) Shr(d Reg, a, b Operand) {
+	t := d.T
+	if t.Kind() == KindBits {
+		t = bitsType(t)
+	}
+	e.Emit("shr", []string{t.Name()}, d, a, b)
+}
+
+// Popc emits d = number of set bits in a (d is 32-bit).
+func (e *Entry) Popc(d Reg, a Reg) { e.Emit("popc", []string{bitsType(a.T).Name()}, d, a) }
+
+// Clz emits d = number of leading zero bits of a.
+func (e *Entry) Clz(d Reg, a Reg) { e.Emit("clz", []string{bitsType(a.T).Name()}, d, a) }
+
+// Brev emits d = a with its bits reversed.
+func (e *Entry) Brev(d Reg, a Operand) { e.Emit("brev", []string{bitsType(d.T).Name()}, d, a) }
+
+// Bfind emits d = the position of a's most significant non-sign bit
+// (0xffffffff when there is none).
+func (e *Entry) Bfind(d Reg, a Reg) { e.Emit("bfind", []string{a.T.Name()}, d, a) }
+
+// Cvt emits d = a converted to d's type, with the rounding C would use:
+// round-to-nearest into floats, truncation from floats into integers.
+func (e *Entry) Cvt(d Reg, a Reg) {
+	var mods []string
+	switch {
+	case d.T.IsFloat() && a.T.IsInt(), d.T.IsFloat() && a.T.Bits() > d.T.Bits():
+		mods = append(mods, "rn")
+	case d.T.IsInt() && a.T.IsFloat():
+		mods = append(mods, "rzi")
+	}
+	e.Emit("cvt", append(mods, d.T.Name(), a.T.Name()), d, a)
+}
+
+// CvtRound emits cvt with an explicit rounding mode ("rni", "rmi", "rn"...).
+func (e *Entry) CvtRound(d Reg, a Reg, round string) {
+	e.Emit("cvt", []string{round, d.T.Name(), a.T.Name()}, d, a)
+}
+
+// CvtaToGlobal converts the generic address a to a global one.
+func (e *Entry) CvtaToGlobal(d Reg, a Operand) {
+	e.Emit("cvta", []string{"to", "global", d.T.Name()}, d, a)
+}
+
+// Cmp is a setp comparison.
+type Cmp string
+
+// The comparisons. EQ..GE are ordered (false if a float operand is NaN),
+// EQU..GEU unordered (true if one is); NUM and NAN test for NaN.
+const (
+	EQ  Cmp = "eq"
+	NE  Cmp = "ne"
+	LT  Cmp = "lt"
+	LE  Cmp = "le"
+	GT  Cmp = "gt"
+	GE  Cmp = "ge"
+	EQU Cmp = "equ"
+	NEU Cmp = "neu"
+	LTU Cmp = "ltu"
+	LEU Cmp = "leu"
+	GTU Cmp = "gtu"
+	GEU Cmp = "geu"
+	NUM Cmp = "num"
+	NAN Cmp = "nan"
+)
+
+// Setp emits p = a cmp b, comparing as the type of the first register operand.
+func (e *Entry) Setp(p Pred, cmp Cmp, a, b Operand) {
+	t := typeOf(a)
+	if t == TypeInvalid {
+		t = typeOf(b)
+	}
+	if t == TypeInvalid {
+		e.m.Errorf("entry %s: setp with two immediates has no type", e.Name)
+	}
+	e.Emit("setp", []string{string(cmp), t.Name()}, p, a, b)
+}
+
+// SetpT is Setp with an explicit comparison type (for unsigned compares of
+// bit-typed registers, say).
+func (e *Entry) SetpT(t Type, p Pred, cmp Cmp, a, b Operand) {
+	e.Emit("setp", []string{string(cmp), t.Name()}, p, a, b)
+}
+
+// Selp emits d = p ? a : b.
+func (e *Entry) Selp(d Reg, a, b Operand, p Pred) {
+	e.Emit("selp", []string{d.T.Name()}, d, a, b, p)
+}
+
+// ---- memory ----
+
+// memType is the instruction type of a load or store of d (a Reg or Vec).
+func memType(d Operand) (Type, []string) {
+	if v, ok := d.(Vec); ok && len(v) > 0 {
+		return v[0].T, []string{fmt.Sprintf("v%d", len(v))}
+	}
+	return typeOf(d), nil
+}
+
+func spaceMods(sp Space) []string {
+	if sp == SpaceNone {
+		return nil
+	}
+	return []string{sp.Name()}
+}
+
+// Ld loads d (a Reg or a Vec of 2 or 4) from addr in space sp.
+func (e *Entry) Ld(sp Space, d Operand, addr Addr) {
+	t, vec := memType(d)
+	mods := append(append(spaceMods(sp), vec...), t.Name())
+	e.Emit("ld", mods, d, addr)
+}
+
+// LdNC loads d from global memory through the read-only (non-coherent) path.
+func (e *Entry) LdNC(d Operand, addr Addr) {
+	t, vec := memType(d)
+	mods := append(append([]string{"global", "nc"}, vec...), t.Name())
+	e.Emit("ld", mods, d, addr)
+}
+
+// LdParam loads parameter p into a new register of p's type.
+func (e *Entry) LdParam(p *Param) Reg {
+	r := e.Reg(p.T)
+	e.Ld(SpaceParam, r, At(p, 0))
+	return r
+}
+
+// St stores v (a register, immediate or Vec) to addr in space sp; t is the
+// store type.
+func (e *Entry) St(sp Space, t Type, addr Addr, v Operand) {
+	_, vec := memType(v)
+	mods := append(append(spaceMods(sp), vec...), t.Name())
+	e.Emit("st", mods, addr, v)
+}
+
+// Atom emits d = atom.op [addr], b in space sp (op: "add", "min", "max",
+// "exch", "or"...). d's type is the operation's type.
+func (e *Entry) Atom(sp Space, op string, d Reg, addr Addr, b Operand) {
+	e.Emit("atom", append(spaceMods(sp), op, d.T.Name()), d, addr, b)
+}
+
+// Red emits the reduction red.op [addr], b of type t in space sp.
+func (e *Entry) Red(sp Space, op string, t Type, addr Addr, b Operand) {
+	e.Emit("red", append(spaceMods(sp), op, t.Name()), addr, b)
+}
+
+// ---- synchronisation and warp collectives ----
+
+// BarSync emits bar.sync id: every thread of the CTA waits for the others.
+func (e *Entry) BarSync(id int) { e.Emit("bar", []string{"sync"}, Imm(id)) }
+
+// BarWarpSync emits bar.warp.sync mask.
+func (e *Entry) BarWarpSync(mask Operand) { e.Emit("bar", []string{"warp", "sync"}, mask) }
+
+// ShflMode is a shfl.sync mode.
+type ShflMode string
+
+// The shuffle modes.
+const (
+	ShflUp   ShflMode = "up"
+	ShflDown ShflMode = "down"
+	ShflBfly ShflMode = "bfly"
+	ShflIdx  ShflMode = "idx"
+)
+
+// Shfl emits d = shfl.sync.mode(a, b, c, mask) on 32 bits.
+func (e *Entry) Shfl(mode ShflMode, d Reg, a, b, c, mask Operand) {
+	e.Emit("shfl", []string{"sync", string(mode), "b32"}, d, a, b, c, mask)
+}
+
+// VoteBallot emits d = the mask of lanes in mask whose p holds.
+func (e *Entry) VoteBallot(d Reg, p Pred, mask Operand) {
+	e.Emit("vote", []string{"sync", "ballot", "b32"}, d, p, mask)
+}
+
+// VoteAny emits d = p holds in some lane of mask.
+func (e *Entry) VoteAny(d, p Pred, mask Operand) {
+	e.Emit("vote", []string{"sync", "any", "pred"}, d, p, mask)
+}
+
+// VoteAll emits d = p holds in every lane of mask.
+func (e *Entry) VoteAll(d, p Pred, mask Operand) {
+	e.Emit("vote", []string{"sync", "all", "pred"}, d, p, mask)
+}
+
+// Redux emits the warp reduction d = op over the lanes of mask of a (op:
+// "add", "min", "max", "and", "or", "xor"); the type is d's.
+func (e *Entry) Redux(op string, d Reg, a Reg, mask Operand) {
+	e.Emit("redux", []string{"sync", op, d.T.Name()}, d, a, mask)
+}
+
+// Activemask emits d = the mask of currently active lanes.
+func (e *Entry) Activemask(d Reg) { e.Emit("activemask", []string{"b32"}, d) }
+
+func narrow(t Type) Type {
+	switch t {
+	case U64:
+		return U32
+	case S64:
+		return S32
+	case B64:
+		return B32
+	case U32:
+		return U16
+	case S32:
+		return S16
+	}
+	return TypeInvalid
+}
+
+func bitsType(t Type) Type {
+	switch t.Bits() {
+	case 16:
+		return B16
+	case 32:
+		return B32
+	case 64:
+		return B64
+	}
+	return t
+}
+
+// Type is the type of special register s.
+func (s Special) Type() Type {
+	switch s {
+	case Clock64, GlobalTimer:
+		return U64
+	case SpecialInvalid:
+		return TypeInvalid
+	}
+	return U32
+}

@@ -1,0 +1,36 @@
+// Package ptx is a typed builder, verifier, printer and parser for NVIDIA
+// PTX, in the spirit of avo: generators build an IR in Go, and the printer
+// alone turns it into text. It knows nothing of Top-K.
+//
+// The IR (ir.go) is plain data: a Module holds a Target, module-scope
+// variables (shared memory) and Entries; an Entry holds parameters,
+// performance directives (.maxntid, .reqntid, .reqnctapercluster...) and a
+// body of instructions, labels and comments. Registers are typed virtual
+// registers (Reg), with predicates a distinct Go type (Pred), numbered per
+// register class and declared in one .reg block per class; ptxas allocates.
+//
+// An instruction is an opcode, its qualifiers and its operands. The ISA table
+// (isa.go, Inst.Sig) says for each spelling which operands are read or
+// written and of which type, and which target feature and PTX version it
+// needs. The builder (build.go), the verify pass (verify.go), the printer
+// (printer.go), the parser (parse.go) and the interpreter (package emu) all
+// read that one table.
+//
+// Building:
+//
+//	m := ptx.NewModule(ptx.SM90)
+//	e := m.NewEntry("kernel")
+//	n := e.LdParam(e.Param("n", ptx.U64))
+//	...
+//	if err := m.Build(); err != nil { ... } // verify; fixes .version
+//	text := ptx.Text(m)
+//
+// Structured helpers (If, IfElse, For, While, DoWhile, Guarded) make unique
+// labels. Errors are not panics: the builder and the verify pass collect
+// them, each with the generator's file:line, and Build returns them joined.
+//
+// Targets (target.go) carry the minimum .version that knows them; the
+// emitted .version is that minimum, raised only when an instruction in the
+// module needs a newer ISA, so a module loads on the oldest driver that can
+// run it.
+package ptx
