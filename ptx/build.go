@@ -264,6 +264,11 @@ func (e *Entry) arith(op string, d Reg, args ...Operand) {
 	e.Emit(op, []string{d.T.Name()}, append([]Operand{d}, args...)...)
 }
 
+// bitop emits a logical instruction, which PTX types by width only (.b32).
+func (e *Entry) bitop(op string, d Reg, args ...Operand) {
+	e.Emit(op, []string{bitsType(d.T).Name()}, append([]Operand{d}, args...)...)
+}
+
 // Add emits d = a + b.
 func (e *Entry) Add(d Reg, a, b Operand) { e.arith("add", d, a, b) }
 
@@ -279,17 +284,17 @@ func (e *Entry) Max(d Reg, a, b Operand) { e.arith("max", d, a, b) }
 // Rem emits the integer remainder d = a % b.
 func (e *Entry) Rem(d Reg, a, b Operand) { e.arith("rem", d, a, b) }
 
-// And emits d = a & b (d may be a predicate register via AndPred).
-func (e *Entry) And(d Reg, a, b Operand) { e.arith("and", d, a, b) }
+// And emits d = a & b (AndPred is the predicate form).
+func (e *Entry) And(d Reg, a, b Operand) { e.bitop("and", d, a, b) }
 
 // Or emits d = a | b.
-func (e *Entry) Or(d Reg, a, b Operand) { e.arith("or", d, a, b) }
+func (e *Entry) Or(d Reg, a, b Operand) { e.bitop("or", d, a, b) }
 
 // Xor emits d = a ^ b.
-func (e *Entry) Xor(d Reg, a, b Operand) { e.arith("xor", d, a, b) }
+func (e *Entry) Xor(d Reg, a, b Operand) { e.bitop("xor", d, a, b) }
 
 // Not emits d = ^a.
-func (e *Entry) Not(d Reg, a Operand) { e.arith("not", d, a) }
+func (e *Entry) Not(d Reg, a Operand) { e.bitop("not", d, a) }
 
 // Neg emits d = -a.
 func (e *Entry) Neg(d Reg, a Operand) { e.arith("neg", d, a) }

@@ -223,8 +223,11 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 	case "rem":
 		s.Type, err = m.typ()
 		s.Args = rw(s.Type, s.Type, s.Type)
-	case "abs", "neg", "not":
+	case "abs", "neg":
 		s.Type, err = m.typ()
+		s.Args = rw(s.Type, s.Type)
+	case "not":
+		s.Type, err = bitsOrPred(m)
 		s.Args = rw(s.Type, s.Type)
 	case "rcp", "sqrt":
 		m.take("rn", "rz", "rm", "rp", "approx")
@@ -232,16 +235,19 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 		s.Type, err = m.typ()
 		s.Args = rw(s.Type, s.Type)
 	case "and", "or", "xor":
-		s.Type, err = m.typ()
+		s.Type, err = bitsOrPred(m)
 		s.Args = rw(s.Type, s.Type, s.Type)
-	case "shl", "shr":
+	case "shl":
+		s.Type, err = bits(m)
+		s.Args = rw(s.Type, s.Type, U32)
+	case "shr":
 		s.Type, err = m.typ()
 		s.Args = rw(s.Type, s.Type, U32)
 	case "popc", "clz":
-		s.Type, err = m.typ()
+		s.Type, err = bits(m)
 		s.Args, s.PTX = rw(U32, s.Type), v20
 	case "brev":
-		s.Type, err = m.typ()
+		s.Type, err = bits(m)
 		s.Args, s.PTX = rw(s.Type, s.Type), v20
 	case "bfind":
 		m.take("shiftamt")
@@ -382,6 +388,23 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 		return s, fmt.Errorf("unknown instruction %q", op)
 	}
 	return s, err
+}
+
+// bits reads a .bN type qualifier: logical instructions are typed by width.
+func bits(m *mods) (Type, error) {
+	t, err := m.typ()
+	if err == nil && t.Kind() != KindBits {
+		err = fmt.Errorf("needs a .bN type, not .%s", t.Name())
+	}
+	return t, err
+}
+
+// bitsOrPred is bits, or .pred.
+func bitsOrPred(m *mods) (Type, error) {
+	if _, ok := m.take("pred"); ok {
+		return TypePred, nil
+	}
+	return bits(m)
 }
 
 // barrierArgs: a barrier takes its id and, optionally, a thread count.

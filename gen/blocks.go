@@ -1,0 +1,253 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// The building blocks every Top-K kernel is made of: warp and block
+// reductions, a block-wide exclusive prefix sum, and a walk over a row with
+// 16-byte vector loads. Each emits code into a cta; none knows about Top-K.
+
+const fullMask = -1 // every lane of the warp, as shfl/vote/redux take it
+
+// combine emits d = op(a, b) for op "add", "min" or "max".
+func (c *cta) combine(op string, d ptx.Reg, a, b ptx.Operand) {
+	switch op {
+	case "add":
+		c.e.Add(d, a, b)
+	case "min":
+		c.e.Min(d, a, b)
+	case "max":
+		c.e.Max(d, a, b)
+	default:
+		panic(fmt.Sprintf("gen: unknown reduction %q", op))
+	}
+}
+
+// identity is the neutral element of op for an integer type.
+func identity(op string, t ptx.Type) int64 {
+	switch {
+	case op == "add":
+		return 0
+	case op == "min" && t == ptx.S32:
+		return 0x7FFFFFFF
+	case op == "min":
+		return 0xFFFFFFFF
+	case op == "max" && t == ptx.S32:
+		return -0x80000000
+	}
+	return 0 // max, unsigned
+}
+
+// warpReduce returns op over the 32 lanes of v in every lane. The warp must
+// be converged. Integer reductions are one redux.sync where the target has
+// it (sm_80+); elsewhere, and for floats, five butterfly shuffles.
+func (c *cta) warpReduce(op string, v ptx.Reg) ptx.Reg {
+	e := c.e
+	d := e.Reg(v.T)
+	if v.T.IsInt() && v.T.Bits() == 32 && c.target.Has(ptx.FeatReduxInt) {
+		e.Redux(op, d, v, ptx.Imm(fullMask))
+		return d
+	}
+	e.Mov(d, v)
+	t := e.Reg(v.T)
+	for off := warpSize / 2; off >= 1; off /= 2 {
+		e.Shfl(ptx.ShflBfly, t, d, ptx.Imm(int64(off)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+		c.combine(op, d, d, t)
+	}
+	return d
+}
+
+// blockReduce returns op over every thread's v (u32 or s32) in every
+// thread. scratch holds one word per warp. Two barriers: one to publish the
+// warp results, one so that scratch may be reused at once.
+func (c *cta) blockReduce(op string, v ptx.Reg, scratch region) ptx.Reg {
+	e := c.e
+	w := c.warpReduce(op, v)
+	e.If(c.setp(ptx.EQ, c.lane, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(scratch, c.warp, 4), w)
+	})
+	c.sync()
+	// Every warp reduces the per-warp results itself (one word per lane), so
+	// no second broadcast through shared memory is needed.
+	x := e.Reg(v.T)
+	e.Mov(x, ptx.Imm(identity(op, v.T)))
+	e.If(c.setp(ptx.LT, c.lane, ptx.Imm(int64(c.warps()))), func() {
+		e.Ld(ptx.SpaceShared, x, c.smem.elem(scratch, c.lane, 4))
+	})
+	r := c.warpReduce(op, x)
+	c.sync()
+	return r
+}
+
+// warpInclusiveScan returns the running sum of v over lanes 0..lane.
+func (c *cta) warpInclusiveScan(v ptx.Reg) ptx.Reg {
+	e := c.e
+	x, t := e.Reg(v.T), e.Reg(v.T)
+	e.Mov(x, v)
+	for off := 1; off < warpSize; off *= 2 {
+		e.Shfl(ptx.ShflUp, t, x, ptx.Imm(int64(off)), ptx.Imm(0), ptx.Imm(fullMask))
+		// shfl.up returns the lane's own value when lane < off: skip those.
+		e.Guarded(c.setp(ptx.GE, c.lane, ptx.Imm(int64(off))), func() { e.Add(x, x, t) })
+	}
+	return x
+}
+
+// blockExclusiveScan returns, in each thread, the sum of v over the threads
+// before it, and the sum over all threads. scratch holds one word per warp.
+func (c *cta) blockExclusiveScan(v ptx.Reg, scratch region) (excl, total ptx.Reg) {
+	e := c.e
+	incl := c.warpInclusiveScan(v)
+	e.If(c.setp(ptx.EQ, c.lane, ptx.Imm(warpSize-1)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(scratch, c.warp, 4), incl)
+	})
+	c.sync()
+	// Each warp scans the warp totals (one per lane) and picks its own offset.
+	wt := c.u32()
+	e.Mov(wt, ptx.Imm(0))
+	e.If(c.setp(ptx.LT, c.lane, ptx.Imm(int64(c.warps()))), func() {
+		e.Ld(ptx.SpaceShared, wt, c.smem.elem(scratch, c.lane, 4))
+	})
+	wincl := c.warpInclusiveScan(wt)
+	wexcl := c.u32()
+	e.Sub(wexcl, wincl, wt)
+	off := c.u32()
+	e.Shfl(ptx.ShflIdx, off, wexcl, c.warp, ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+	total = c.u32()
+	e.Shfl(ptx.ShflIdx, total, wincl, ptx.Imm(int64(c.warps()-1)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+	excl = c.u32()
+	e.Add(excl, off, incl)
+	e.Sub(excl, excl, v)
+	c.sync()
+	return excl, total
+}
+
+// rowWalk emits a walk over the n floats at global address row, in the one
+// order every pass over a row uses, so that a later pass sees each thread's
+// elements in the same order as an earlier one: first the scalar head up to
+// the first 16-byte boundary (one element per thread), then float4 vectors
+// round-robin over the threads, unroll vectors per thread in flight at once,
+// then the scalar tail. visit is called (at emission time) for each loaded
+// element with its value and a function that emits its row index.
+//
+// row must be 4-byte aligned (any float row is); it need not be 16-byte
+// aligned, and n need not be a multiple of 4.
+func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	e := c.e
+	T := int64(c.threads)
+
+	// head = min(n, elements before the first 16-byte boundary).
+	lo := c.u32()
+	e.Cvt(lo, row)
+	e.And(lo, lo, ptx.Imm(15))
+	head := c.u32()
+	e.Sub(head, ptx.Imm(16), lo)
+	e.And(head, head, ptx.Imm(15))
+	e.Shr(head, head, ptx.Imm(2))
+	e.Min(head, head, n)
+	e.If(c.setp(ptx.LT, c.tid, head), func() {
+		c.visitScalar(row, c.tid, visit)
+	})
+
+	// Vectors start at row + 4*head.
+	nvec := c.u32()
+	e.Sub(nvec, n, head)
+	e.Shr(nvec, nvec, ptx.Imm(2))
+	vrow := c.u64()
+	e.MulWide(vrow, head, ptx.Imm(4))
+	e.Add(vrow, vrow, row)
+
+	i := c.u32()
+	e.Mov(i, c.tid)
+	if unroll > 1 {
+		// Main loop: unroll vectors in flight per thread, all in range.
+		last := c.u32()
+		e.While(func() ptx.Pred {
+			e.Add(last, i, ptx.Imm(int64(unroll-1)*T))
+			return c.setp(ptx.LT, last, nvec)
+		}, func() {
+			xs := make([]ptx.Vec, unroll)
+			vidx := make([]ptx.Reg, unroll)
+			for u := range unroll {
+				vidx[u] = i
+				if u > 0 {
+					vidx[u] = c.u32()
+					e.Add(vidx[u], i, ptx.Imm(int64(u)*T))
+				}
+				xs[u] = c.loadVec(vrow, vidx[u])
+			}
+			for u := range unroll {
+				c.visitVec(xs[u], head, vidx[u], visit)
+			}
+			e.Add(i, i, ptx.Imm(int64(unroll)*T))
+		})
+	}
+	// Remainder: one vector at a time.
+	e.While(func() ptx.Pred { return c.setp(ptx.LT, i, nvec) }, func() {
+		x := c.loadVec(vrow, i)
+		c.visitVec(x, head, i, visit)
+		e.Add(i, i, ptx.Imm(T))
+	})
+
+	// Tail: the last n-head mod 4 elements, one per thread.
+	t0 := c.u32()
+	e.Mad(t0, nvec, ptx.Imm(4), head)
+	rem := c.u32()
+	e.Sub(rem, n, t0)
+	e.If(c.setp(ptx.LT, c.tid, rem), func() {
+		j := c.u32()
+		e.Add(j, t0, c.tid)
+		c.visitScalar(row, j, visit)
+	})
+}
+
+func (c *cta) visitScalar(row, j ptx.Reg, visit func(ptx.Reg, func() ptx.Reg)) {
+	e := c.e
+	a := c.u64()
+	e.MulWide(a, j, ptx.Imm(4))
+	e.Add(a, a, row)
+	x := c.f32()
+	e.LdNC(x, ptx.At(a, 0))
+	visit(x, func() ptx.Reg { return j })
+}
+
+func (c *cta) loadVec(vrow, v ptx.Reg) ptx.Vec {
+	e := c.e
+	a := c.u64()
+	e.MulWide(a, v, ptx.Imm(16))
+	e.Add(a, a, vrow)
+	x := ptx.Vec{c.f32(), c.f32(), c.f32(), c.f32()}
+	e.LdNC(x, ptx.At(a, 0))
+	return x
+}
+
+func (c *cta) visitVec(x ptx.Vec, head, v ptx.Reg, visit func(ptx.Reg, func() ptx.Reg)) {
+	for j, xj := range x {
+		visit(xj, func() ptx.Reg {
+			idx := c.u32()
+			c.e.Mad(idx, v, ptx.Imm(4), head)
+			if j > 0 {
+				c.e.Add(idx, idx, ptx.Imm(int64(j)))
+			}
+			return idx
+		})
+	}
+}
+
+// countGE returns this thread's count of the elements of its share of the
+// row that are >= thr or NaN. The set {x : x >= thr or x is NaN} is closed
+// upwards in the Top-K key order (NaN above +Inf; -0 and +0 compare equal
+// here, which only widens the set by elements equal in value), so a count of
+// it is a valid count for bracketing the K-th key.
+func (c *cta) countGE(row, n, thr ptx.Reg, unroll int) ptx.Reg {
+	e := c.e
+	cnt := c.constU32(0)
+	c.rowWalk(row, n, unroll, func(x ptx.Reg, _ func() ptx.Reg) {
+		p := c.pred()
+		e.Setp(p, ptx.GEU, x, thr)
+		e.Guarded(p, func() { e.Add(cnt, cnt, ptx.Imm(1)) })
+	})
+	return cnt
+}

@@ -1,0 +1,195 @@
+package gen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// Kernel is one generated kernel: its built module and how to launch it.
+type Kernel struct {
+	Name        string      // the .entry name
+	Doc         string      // one line: what it does and its parameters
+	Config      Config      // the configuration it was generated for
+	Module      *ptx.Module // built and verified
+	Block       int         // threads per CTA
+	SharedBytes int         // dynamic shared memory per CTA, bytes
+}
+
+// PTX is the kernel's module as text.
+func (k *Kernel) PTX() string { return ptx.Text(k.Module) }
+
+type generator struct {
+	doc string
+	gen func(Config) (*Kernel, error)
+}
+
+var generators = map[string]generator{
+	"count_ge":    {"block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", genCountGE},
+	"warp_reduce": {"warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", genWarpReduce},
+	"block_scan":  {"block-wide exclusive prefix sum of u32 values per row", genBlockScan},
+}
+
+// Names lists the kernels Generate knows, sorted.
+func Names() []string {
+	names := make([]string, 0, len(generators))
+	for n := range generators {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Describe is the one-line description of kernel name.
+func Describe(name string) string { return generators[name].doc }
+
+// Generate builds kernel name for cfg.
+func Generate(name string, cfg Config) (*Kernel, error) {
+	g, ok := generators[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown kernel %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kernel %s: %w", name, err)
+	}
+	k, err := g.gen(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kernel %s (%v): %w", name, cfg, err)
+	}
+	k.Doc = g.doc
+	k.Module.Header = append([]string{
+		fmt.Sprintf("kernel %s: %s", name, g.doc),
+		fmt.Sprintf("config: %v", cfg),
+		fmt.Sprintf("launch: %d threads per CTA, %d bytes of dynamic shared memory", k.Block, k.SharedBytes),
+	}, k.Module.Header...)
+	if limit := MaxSharedPerBlock(cfg.Target); k.SharedBytes > limit {
+		return nil, fmt.Errorf("kernel %s (%v): needs %d bytes of shared memory, %s allows %d per block",
+			name, cfg, k.SharedBytes, cfg.Target.Name, limit)
+	}
+	return k, nil
+}
+
+// kernelModule starts a module holding one entry called name, with its
+// dynamic shared array.
+func kernelModule(name string, cfg Config) (*ptx.Module, *ptx.Entry, *ptx.Var) {
+	m := ptx.NewModule(cfg.Target)
+	smemVar := m.ExternShared(name+"_smem", 16)
+	return m, m.NewEntry(name), smemVar
+}
+
+// finish builds the module and wraps it as a Kernel.
+func finish(name string, cfg Config, m *ptx.Module, c *cta) (*Kernel, error) {
+	c.e.Ret()
+	if err := m.Build(); err != nil {
+		return nil, err
+	}
+	return &Kernel{Name: name, Config: cfg, Module: m, Block: c.threads, SharedBytes: c.smem.size}, nil
+}
+
+// globalParam loads a .u64 pointer parameter and converts it to a global
+// address. Every parameter is 64 bits wide (the kernel ABI).
+func (c *cta) globalParam(name string) ptx.Reg {
+	p := c.e.LdParam(c.e.Param(name, ptx.U64))
+	g := c.u64()
+	c.e.CvtaToGlobal(g, p)
+	return g
+}
+
+// elemAddr returns base + idx*size as a global address.
+func (c *cta) elemAddr(base, idx ptx.Reg, size int) ptx.Addr {
+	a := c.u64()
+	c.e.MulWide(a, idx, ptx.Imm(int64(size)))
+	c.e.Add(a, a, base)
+	return ptx.At(a, 0)
+}
+
+// rowID is %ctaid.x: one CTA per row.
+func (c *cta) rowID() ptx.Reg {
+	r := c.u32()
+	c.e.Mov(r, ptx.CtaIDX)
+	return r
+}
+
+// genCountGE: count_ge(scores, row_stride, lengths, thresholds, counts).
+// Row r is the lengths[r] floats at scores + 4*r*row_stride; counts[r] is
+// the number of them >= thresholds[r] (or NaN).
+func genCountGE(cfg Config) (*Kernel, error) {
+	m, e, sv := kernelModule("count_ge", cfg)
+	scores, strideP := e.Param("scores", ptx.U64), e.Param("row_stride", ptx.U64)
+	_ = scores
+	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	x := c.u64()
+	e.CvtaToGlobal(x, e.LdParam(scores))
+	stride := e.LdParam(strideP)
+	lengths, thresholds, counts := c.globalParam("lengths"), c.globalParam("thresholds"), c.globalParam("counts")
+	scratch := c.smem.alloc("warp_totals", 4*c.warps(), 4)
+
+	r := c.rowID()
+	row := c.rowAddr(x, stride, r)
+	n := c.u32()
+	e.Ld(ptx.SpaceGlobal, n, c.elemAddr(lengths, r, 4))
+	thr := c.f32()
+	e.Ld(ptx.SpaceGlobal, thr, c.elemAddr(thresholds, r, 4))
+	cnt := c.countGE(row, n, thr, cfg.unroll())
+	total := c.blockReduce("add", cnt, scratch)
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(counts, r, 4), total)
+	})
+	return finish("count_ge", cfg, m, c)
+}
+
+// rowAddr is base + 4*row*stride.
+func (c *cta) rowAddr(base, stride, row ptx.Reg) ptx.Reg {
+	r64 := c.u64()
+	c.e.Cvt(r64, row)
+	a := c.u64()
+	c.e.Mul(a, r64, stride)
+	c.e.Mad(a, a, ptx.Imm(4), base)
+	return a
+}
+
+// genWarpReduce: warp_reduce(in, out). Thread g = ctaid*BlockSize + tid
+// reads in[g]; lane 0 of each warp w (global warp index) writes the warp's
+// sum, min and max to out[3w], out[3w+1], out[3w+2].
+func genWarpReduce(cfg Config) (*Kernel, error) {
+	m, e, sv := kernelModule("warp_reduce", cfg)
+	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	in, out := c.globalParam("in"), c.globalParam("out")
+	g := c.u32()
+	e.Mad(g, c.rowID(), ptx.Imm(int64(cfg.BlockSize)), c.tid)
+	v := c.u32()
+	e.Ld(ptx.SpaceGlobal, v, c.elemAddr(in, g, 4))
+	sum, lo, hi := c.warpReduce("add", v), c.warpReduce("min", v), c.warpReduce("max", v)
+	e.If(c.setp(ptx.EQ, c.lane, ptx.Imm(0)), func() {
+		w := c.u32()
+		e.Shr(w, g, ptx.Imm(5))
+		e.Mul(w, w, ptx.Imm(3))
+		a := c.elemAddr(out, w, 4)
+		e.St(ptx.SpaceGlobal, ptx.U32, a, sum)
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(a.Base, 4), lo)
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(a.Base, 8), hi)
+	})
+	return finish("warp_reduce", cfg, m, c)
+}
+
+// genBlockScan: block_scan(in, out, totals). CTA r scans in[r*B .. r*B+B):
+// out[r*B+t] is the sum of in[r*B .. r*B+t) and totals[r] the sum of all B.
+func genBlockScan(cfg Config) (*Kernel, error) {
+	m, e, sv := kernelModule("block_scan", cfg)
+	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	in, out, totals := c.globalParam("in"), c.globalParam("out"), c.globalParam("totals")
+	scratch := c.smem.alloc("warp_totals", 4*c.warps(), 4)
+	r := c.rowID()
+	g := c.u32()
+	e.Mad(g, r, ptx.Imm(int64(cfg.BlockSize)), c.tid)
+	v := c.u32()
+	e.Ld(ptx.SpaceGlobal, v, c.elemAddr(in, g, 4))
+	excl, total := c.blockExclusiveScan(v, scratch)
+	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(out, g, 4), excl)
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(totals, r, 4), total)
+	})
+	return finish("block_scan", cfg, m, c)
+}
