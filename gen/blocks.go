@@ -26,19 +26,23 @@ func (c *cta) combine(op string, d ptx.Reg, a, b ptx.Operand) {
 	}
 }
 
-// identity is the neutral element of op for an integer type.
-func identity(op string, t ptx.Type) int64 {
+// identity is the neutral element of op for type t (u32, s32 or f32 add).
+func identity(op string, t ptx.Type) ptx.Operand {
 	switch {
+	case t == ptx.F32 && op == "add":
+		return ptx.Float(0)
 	case op == "add":
-		return 0
+		return ptx.Imm(0)
 	case op == "min" && t == ptx.S32:
-		return 0x7FFFFFFF
+		return ptx.Imm(0x7FFFFFFF)
 	case op == "min":
-		return 0xFFFFFFFF
+		return ptx.Imm(0xFFFFFFFF)
 	case op == "max" && t == ptx.S32:
-		return -0x80000000
+		return ptx.Imm(-0x80000000)
+	case op == "max" && t.IsInt():
+		return ptx.Imm(0)
 	}
-	return 0 // max, unsigned
+	panic(fmt.Sprintf("gen: no identity for %s on %v", op, t))
 }
 
 // warpReduce returns op over the 32 lanes of v in every lane. The warp must
@@ -60,26 +64,48 @@ func (c *cta) warpReduce(op string, v ptx.Reg) ptx.Reg {
 	return d
 }
 
-// blockReduce returns op over every thread's v (u32 or s32) in every
-// thread. scratch holds one word per warp. Two barriers: one to publish the
-// warp results, one so that scratch may be reused at once.
+// blockReduce returns op over every thread's v in every thread (see
+// blockReduceN).
 func (c *cta) blockReduce(op string, v ptx.Reg, scratch region) ptx.Reg {
+	return c.blockReduceN([]string{op}, []ptx.Reg{v}, scratch)[0]
+}
+
+// blockReduceN reduces several values at once, vals[i] by ops[i] (u32 or
+// s32; f32 for add), and returns the results in every thread. scratch holds
+// one word per warp per value. Two barriers whatever the number of values:
+// one to publish the warp results, one so that scratch may be reused at
+// once. Float sums are deterministic: the reduction tree is fixed.
+func (c *cta) blockReduceN(ops []string, vals []ptx.Reg, scratch region) []ptx.Reg {
 	e := c.e
-	w := c.warpReduce(op, v)
+	nw := int64(c.warps())
+	ws := make([]ptx.Reg, len(vals))
+	for i, v := range vals {
+		ws[i] = c.warpReduce(ops[i], v)
+	}
 	e.If(c.setp(ptx.EQ, c.lane, ptx.Imm(0)), func() {
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(scratch, c.warp, 4), w)
+		for i, w := range ws {
+			slot := c.u32()
+			e.Add(slot, c.warp, ptx.Imm(int64(i)*nw))
+			e.St(ptx.SpaceShared, w.T, c.smem.elem(scratch, slot, 4), w)
+		}
 	})
 	c.sync()
 	// Every warp reduces the per-warp results itself (one word per lane), so
 	// no second broadcast through shared memory is needed.
-	x := e.Reg(v.T)
-	e.Mov(x, ptx.Imm(identity(op, v.T)))
-	e.If(c.setp(ptx.LT, c.lane, ptx.Imm(int64(c.warps()))), func() {
-		e.Ld(ptx.SpaceShared, x, c.smem.elem(scratch, c.lane, 4))
-	})
-	r := c.warpReduce(op, x)
+	out := make([]ptx.Reg, len(vals))
+	lanes := c.setp(ptx.LT, c.lane, ptx.Imm(nw))
+	for i, v := range vals {
+		x := e.Reg(v.T)
+		e.Mov(x, identity(ops[i], v.T))
+		e.If(lanes, func() {
+			slot := c.u32()
+			e.Add(slot, c.lane, ptx.Imm(int64(i)*nw))
+			e.Ld(ptx.SpaceShared, x, c.smem.elem(scratch, slot, 4))
+		})
+		out[i] = c.warpReduce(ops[i], x)
+	}
 	c.sync()
-	return r
+	return out
 }
 
 // warpInclusiveScan returns the running sum of v over lanes 0..lane.

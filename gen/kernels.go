@@ -27,9 +27,12 @@ type generator struct {
 }
 
 var generators = map[string]generator{
-	"count_ge":    {"block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", genCountGE},
-	"warp_reduce": {"warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", genWarpReduce},
-	"block_scan":  {"block-wide exclusive prefix sum of u32 values per row", genBlockScan},
+	"count_ge":      {"block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", genCountGE},
+	"warp_reduce":   {"warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", genWarpReduce},
+	"block_scan":    {"block-wide exclusive prefix sum of u32 values per row", genBlockScan},
+	"gvr_topk":      {"GVR Top-K per row, guided by the previous step's Top-K indices", genGVR},
+	"topk_fallback": {"Top-K per row without a prediction: GVR with a guess from a strided sample", genFallback},
+	"topk_radix":    {"Top-K per row by exact radix select over the row", genRadix},
 }
 
 // Names lists the kernels Generate knows, sorted.

@@ -260,6 +260,10 @@ func typeOf(a Operand) Type {
 // immediate, a special register, or a *Var/*Param (its address).
 func (e *Entry) Mov(d, a Operand) { e.Emit("mov", []string{typeOf(d).Name()}, d, a) }
 
+// MovBits emits d = a reinterpreted: mov.bN between registers of one width
+// (a float's bits into an integer register, say).
+func (e *Entry) MovBits(d Reg, a Operand) { e.Emit("mov", []string{bitsType(d.T).Name()}, d, a) }
+
 func (e *Entry) arith(op string, d Reg, args ...Operand) {
 	e.Emit(op, []string{d.T.Name()}, append([]Operand{d}, args...)...)
 }
