@@ -146,13 +146,22 @@ func (t *topk) global(p *ptx.Param) ptx.Reg {
 	return g
 }
 
-// stamp records %clock64 as phase boundary i (Instrument only).
+// stamp records %clock64 as phase boundary i and, until they are stamped
+// themselves, as every later boundary: a phase a row skips takes no time
+// (Instrument only).
 func (t *topk) stamp(i int) {
 	if !t.cfg.Instrument {
 		return
 	}
-	t.stamps[i] = t.u64()
+	if t.stamps[i].T == ptx.TypeInvalid {
+		for j := range t.stamps {
+			t.stamps[j] = t.u64()
+		}
+	}
 	t.e.Mov(t.stamps[i], ptx.Clock64)
+	for j := i + 1; j < len(t.stamps); j++ {
+		t.e.Mov(t.stamps[j], t.stamps[i])
+	}
 }
 
 // writeStats stores the instrumentation record (thread 0, Instrument only).
@@ -163,14 +172,14 @@ func (t *topk) writeStats() {
 	e := t.e
 	e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
 		for i, s := range t.stamps {
-			if s.T == ptx.TypeInvalid { // a path that skipped the phase
-				s = t.stamps[i-1]
-			}
 			e.St(ptx.SpaceGlobal, ptx.U64, ptx.At(t.stats, int64(8*i)), s)
 		}
-		for off, v := range map[int64]ptx.Reg{statsPhase2Iters: t.iters, statsRefinePass: t.passes,
-			statsCandidates: t.ncand, statsPath: t.path, statsValidPred: t.valid} {
-			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, off), v)
+		for _, f := range []struct {
+			off int64
+			v   ptx.Reg
+		}{{statsPhase2Iters, t.iters}, {statsRefinePass, t.passes}, {statsCandidates, t.ncand},
+			{statsPath, t.path}, {statsValidPred, t.valid}} {
+			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, f.off), f.v)
 		}
 	})
 }
