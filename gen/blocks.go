@@ -122,8 +122,17 @@ func (c *cta) warpInclusiveScan(v ptx.Reg) ptx.Reg {
 }
 
 // blockExclusiveScan returns, in each thread, the sum of v over the threads
-// before it, and the sum over all threads. scratch holds one word per warp.
+// before it, and the sum over all threads. scratch holds one word per warp
+// and may be reused at once.
 func (c *cta) blockExclusiveScan(v ptx.Reg, scratch region) (excl, total ptx.Reg) {
+	excl, total = c.blockScan(v, scratch)
+	c.sync()
+	return excl, total
+}
+
+// blockScan is blockExclusiveScan without the closing barrier: the caller
+// must pass a barrier before scratch is written again.
+func (c *cta) blockScan(v ptx.Reg, scratch region) (excl, total ptx.Reg) {
 	e := c.e
 	incl := c.warpInclusiveScan(v)
 	e.If(c.setp(ptx.EQ, c.lane, ptx.Imm(warpSize-1)), func() {
@@ -146,7 +155,6 @@ func (c *cta) blockExclusiveScan(v ptx.Reg, scratch region) (excl, total ptx.Reg
 	excl = c.u32()
 	e.Add(excl, off, incl)
 	e.Sub(excl, excl, v)
-	c.sync()
 	return excl, total
 }
 
@@ -250,13 +258,17 @@ func (c *cta) loadVec(vrow, v ptx.Reg) ptx.Vec {
 }
 
 func (c *cta) visitVec(x ptx.Vec, head, v ptx.Reg, visit func(ptx.Reg, func() ptx.Reg)) {
+	// The vector's first index, computed once and only if some visit asks:
+	// a pass that does not need indices pays nothing (ptxas drops it).
+	base := c.u32()
+	c.e.Mad(base, v, ptx.Imm(4), head)
 	for j, xj := range x {
 		visit(xj, func() ptx.Reg {
-			idx := c.u32()
-			c.e.Mad(idx, v, ptx.Imm(4), head)
-			if j > 0 {
-				c.e.Add(idx, idx, ptx.Imm(int64(j)))
+			if j == 0 {
+				return base
 			}
+			idx := c.u32()
+			c.e.Add(idx, base, ptx.Imm(int64(j)))
 			return idx
 		})
 	}

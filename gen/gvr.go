@@ -27,9 +27,9 @@ const (
 
 // Phase 2 tuning.
 const (
-	secantIters = 4   // secant steps before plain key bisection takes over
-	damping     = 0.5 // the first secant step goes at most this far
-	sampleSize  = 2048
+	secantIters = 4    // secant steps before plain key bisection takes over
+	damping     = 0.5  // the first secant step goes at most this far
+	sampleSize  = 2048 // row elements Phase 1 samples (at most 8 per thread)
 )
 
 // Instrumentation record per row (Config.Instrument): five %clock64 stamps
@@ -95,8 +95,6 @@ func newTopK(name string, cfg Config, withPred bool) (*topk, *ptx.Module, predPa
 	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(pathCopy), t.constU32(0)
 	t.stamp(0)
 	t.k = t.constU32(int64(cfg.K))
-	t.cand.bits = t.smem.alloc("cand_bits", 4*cfg.MaxCandidates, 16)
-	t.cand.idx = t.smem.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
 	t.sel = t.allocSelect(cfg.Bins)
 	t.reduce = t.smem.alloc("reduce", 4*4*t.warps(), 16)
 
@@ -227,19 +225,7 @@ func (t *topk) copyShortRow() {
 // pred_count, out_idx, out_vals[, stats]).
 func genGVR(cfg Config) (*Kernel, error) {
 	t, m, pp := newTopK("gvr_topk", cfg, true)
-	t.body(func() guess {
-		g, ok := t.phase1PreIndexStats(pp)
-		// Without a usable prediction (pred_count 0, or no valid index with
-		// a finite score) guess from a sample of the row instead.
-		e := t.e
-		e.If(ok.Not(), func() {
-			s := t.phase1SampleStats()
-			for _, p := range [][2]ptx.Reg{{g.t, s.t}, {g.lo, s.lo}, {g.cntLo, s.cntLo}, {g.hi, s.hi}, {g.cntHi, s.cntHi}} {
-				e.Mov(p[0], p[1])
-			}
-		})
-		return g
-	})
+	t.body(func() guess { return t.phase1PreIndexStats(pp) })
 	return finish("gvr_topk", cfg, m, t.cta)
 }
 
@@ -268,6 +254,8 @@ func genRadix(cfg Config) (*Kernel, error) {
 // body emits the GVR pipeline with the given Phase 1.
 func (t *topk) body(phase1 func() guess) {
 	e := t.e
+	t.cand.bits = t.smem.alloc("cand_bits", 4*t.cfg.MaxCandidates, 16)
+	t.cand.idx = t.smem.alloc("cand_idx", 4*t.cfg.MaxCandidates, 16)
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
 		g := phase1()
 		t.stamp(1)
@@ -297,8 +285,12 @@ func (t *topk) exactPath() {
 // duplicates count as often as they appear, and only finite scores enter
 // the statistics. Min and max are taken on order-preserving keys, so the
 // warp reductions are single redux.sync instructions where the target has
-// them. ok is false when there is nothing to take statistics of.
-func (t *topk) phase1PreIndexStats(pp predParams) (guess, ptx.Pred) {
+// them. The predicted min, mean and max are then the first points at which
+// a row sample estimates the count (estimateThreshold): with a good
+// prediction the threshold lies between them. Without a usable prediction
+// (pred_count 0, or no valid index with a finite score) the estimate starts
+// from the sample's own range.
+func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	e := t.e
 	e.Comment("Phase 1: pre-indexed statistics")
 	pred := t.global(pp.pred)
@@ -307,130 +299,266 @@ func (t *topk) phase1PreIndexStats(pp predParams) (guess, ptx.Pred) {
 	m := t.u32()
 	e.Cvt(m, e.LdParam(pp.count))
 
-	kmin, kmax, cnt := t.constU32(0xFFFFFFFF), t.constU32(0), t.constU32(0)
-	sum := t.f32()
-	e.Mov(sum, ptx.Float(0))
+	smp := t.sampleRow()
+	// Four predicted indices per thread per step, loaded before any is
+	// used: two memory latencies a step instead of eight.
+	const unroll = 4
+	st := t.newStats()
 	j := t.u32()
-	e.For(j, t.tid, m, ptx.Imm(int64(t.threads)), func() {
-		p := t.u32()
-		e.LdNC(p, t.elemAddr(prow, j, 4))
-		// As unsigned, a negative index is out of range too.
-		e.If(t.setp(ptx.LT, p, t.n), func() {
-			x := t.f32()
-			e.LdNC(x, t.elemAddr(t.row, p, 4))
-			t.addFinite(x, kmin, kmax, cnt, sum)
-		})
+	B := int64(t.threads)
+	e.For(j, t.tid, m, ptx.Imm(unroll*B), func() {
+		var ps [unroll]ptx.Reg
+		var in [unroll]ptx.Pred
+		for u := range unroll {
+			ju := t.u32()
+			e.Add(ju, j, ptx.Imm(int64(u)*B))
+			ps[u] = t.constU32(-1)
+			in[u] = t.setp(ptx.LT, ju, m)
+			e.Guarded(in[u], func() { e.LdNC(ps[u], t.elemAddr(prow, ju, 4)) })
+		}
+		var xs [unroll]ptx.Reg
+		for u := range unroll {
+			// As unsigned, a negative index is out of range too.
+			xs[u] = t.f32()
+			e.Mov(xs[u], ptx.FloatBits(0xFF800000)) // not finite: not counted
+			e.Guarded(t.setp(ptx.LT, ps[u], t.n), func() { e.LdNC(xs[u], t.elemAddr(t.row, ps[u], 4)) })
+		}
+		for _, x := range xs {
+			st.add(x)
+		}
 	})
-	r := t.blockReduceN([]string{"min", "max", "add", "add"}, []ptx.Reg{kmin, kmax, cnt, sum}, t.reduce)
-	e.Mov(t.valid, r[2])
-	ok := t.setp(ptx.GT, r[2], ptx.Imm(0))
+	smp.finish()
+	pr := st.reduce()
+	e.Mov(t.valid, pr.cnt)
+
+	// First points: min, mean, the midpoint of mean and max, and max of the
+	// prediction; or, without one, evenly spaced points of the sample range.
 	g := t.newGuess()
-	e.If(ok, func() {
-		c := t.f32()
-		e.Cvt(c, r[2])
-		e.Div(g.t, r[3], c)
-		t.anchors(g, r[0], r[1], c)
+	e.Mov(g.lo, smp.stats.min)
+	e.Mov(g.hi, smp.stats.max)
+	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
+	e.IfElse(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() {
+		e.Mov(pts[0], pr.min)
+		e.Mov(pts[1], pr.mean)
+		e.Add(pts[2], pr.mean, pr.max)
+		e.Mul(pts[2], pts[2], ptx.Float(0.5))
+		e.Mov(pts[3], pr.max)
+		// The sample range must contain the prediction's.
+		e.Min(g.lo, g.lo, pr.min)
+		e.Max(g.hi, g.hi, pr.max)
+	}, func() {
+		t.evenPoints(pts, g.lo, g.hi)
 	})
-	return g, ok
+	t.estimateThreshold(smp, g, pts, 2)
+	return g
 }
 
-// addFinite accumulates x into the statistics if it is finite.
-func (t *topk) addFinite(x, kmin, kmax, cnt, sum ptx.Reg) {
+// phase1SampleStats guesses without a prediction: estimateThreshold over
+// the sample's range.
+func (t *topk) phase1SampleStats() guess {
 	e := t.e
+	e.Comment("Phase 1 (no prediction): sample statistics")
+	smp := t.sampleRow()
+	smp.finish()
+	g := t.newGuess()
+	e.Mov(g.lo, smp.stats.min)
+	e.Mov(g.hi, smp.stats.max)
+	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
+	t.evenPoints(pts, g.lo, g.hi)
+	t.estimateThreshold(smp, g, pts, 4)
+	return g
+}
+
+// stats accumulates, per thread, the min and max key, count and sum of the
+// finite values it sees.
+type stats struct {
+	t              *topk
+	kmin, kmax, nf ptx.Reg // u32
+	sum            ptx.Reg // f32
+}
+
+func (t *topk) newStats() *stats {
+	s := &stats{t: t, kmin: t.constU32(0xFFFFFFFF), kmax: t.constU32(0), nf: t.constU32(0), sum: t.f32()}
+	t.e.Mov(s.sum, ptx.Float(0))
+	return s
+}
+
+// add accumulates x if it is finite.
+func (s *stats) add(x ptx.Reg) {
+	t, e := s.t, s.t.e
 	b := t.bitsOf(x)
 	abs := t.u32()
 	e.And(abs, b, ptx.Imm(0x7FFFFFFF))
 	e.If(t.setp(ptx.LT, abs, ptx.Imm(0x7F800000)), func() {
 		k := t.key(b)
-		e.Min(kmin, kmin, k)
-		e.Max(kmax, kmax, k)
-		e.Add(cnt, cnt, ptx.Imm(1))
-		e.Add(sum, sum, x)
+		e.Min(s.kmin, s.kmin, k)
+		e.Max(s.kmax, s.kmax, k)
+		e.Add(s.nf, s.nf, ptx.Imm(1))
+		e.Add(s.sum, s.sum, x)
 	})
 }
 
-func (t *topk) newGuess() guess {
-	return guess{t: t.f32(), lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32()}
+// blockStats are reduced statistics, the same in every thread. min, mean
+// and max are NaN when cnt is 0.
+type blockStats struct {
+	min, mean, max ptx.Reg // f32
+	cnt            ptx.Reg // u32 finite values
 }
 
-// anchors sets the secant anchors from the smallest and largest key seen:
-// an estimated count of cntLo at the smallest, 1 at the largest. Phase 2
-// replaces them with measured counts as it goes.
-func (t *topk) anchors(g guess, kmin, kmax, cntLo ptx.Reg) {
-	e := t.e
-	e.Mov(g.lo, t.keyToFloat(kmin))
-	e.Mov(g.hi, t.keyToFloat(kmax))
-	e.Mov(g.cntLo, cntLo)
-	e.Mov(g.cntHi, ptx.Float(1))
-}
-
-// phase1SampleStats guesses without a prediction: it samples up to
-// sampleSize elements at an even stride into shared memory and takes the
-// sample's quantile at the Phase 2 target count as the first threshold.
-func (t *topk) phase1SampleStats() guess {
-	e := t.e
-	e.Comment("Phase 1 (no prediction): sample statistics")
-	size := min(sampleSize, t.cfg.MaxCandidates)
-	s := t.u32()
-	e.Min(s, t.n, ptx.Imm(int64(size)))
-	kmin, kmax, cnt := t.constU32(0xFFFFFFFF), t.constU32(0), t.constU32(0)
-	sum := t.f32()
-	e.Mov(sum, ptx.Float(0))
-	j := t.u32()
-	e.For(j, t.tid, s, ptx.Imm(int64(t.threads)), func() {
-		// idx = j*n/s: s <= n, so every sample is a distinct element.
-		w := t.u64()
-		e.MulWide(w, j, t.n)
-		s64 := t.u64()
-		e.Cvt(s64, s)
-		e.Div(w, w, s64)
-		idx := t.u32()
-		e.Cvt(idx, w)
-		x := t.f32()
-		e.LdNC(x, t.elemAddr(t.row, idx, 4))
-		b := t.bitsOf(x)
-		e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.cand.bits, j, 4), b)
-		t.addFinite(x, kmin, kmax, cnt, sum)
-	})
-	r := t.blockReduceN([]string{"min", "max", "add"}, []ptx.Reg{kmin, kmax, cnt}, t.reduce)
-	// The sample's R-th largest, R = ceil(target*s/n), estimates the
-	// threshold whose count is the target.
-	R := t.u32()
-	w := t.u64()
-	e.MulWide(w, s, ptx.Imm(int64(t.target())))
-	n64 := t.u64()
-	e.Cvt(n64, t.n)
-	e.Add(w, w, n64)
-	e.Sub(w, w, ptx.Imm(1))
-	e.Div(w, w, n64)
-	e.Cvt(R, w)
-	e.Max(R, R, ptx.Imm(1))
-	e.Min(R, R, s)
-	q := t.radixSelect(t.keysOf(t.sampleWalker(s)), R, t.sel, ptx.Reg{})
-	g := t.newGuess()
-	// A NaN quantile (a row of mostly NaN) is no threshold: Phase 2
-	// bisects from a NaN guess.
-	e.Mov(g.t, ptx.FloatBits(0x7FC00000))
-	e.If(t.setp(ptx.LE, q.r, ptx.Imm(keyPosInf)), func() { e.Mov(g.t, t.keyToFloat(q.r)) })
-	n := t.f32()
-	e.Cvt(n, t.n)
-	e.IfElse(t.setp(ptx.GT, r[2], ptx.Imm(0)), func() { t.anchors(g, r[0], r[1], n) }, func() {
-		t.anchors(g, t.constU32(keyNegInf), t.constU32(keyPosInf), n)
-	})
-	return g
-}
-
-// sampleWalker visits the first s sampled values in shared memory.
-func (t *topk) sampleWalker(s ptx.Reg) walker {
-	return func(visit func(elem)) {
-		e := t.e
-		j := t.u32()
-		e.For(j, t.tid, s, ptx.Imm(int64(t.threads)), func() {
-			b := t.u32()
-			e.Ld(ptx.SpaceShared, b, t.smem.elem(t.cand.bits, j, 4))
-			visit(elem{bits: b, idx: func() ptx.Reg { return j }})
-		})
+func (s *stats) reduce() blockStats {
+	t, e := s.t, s.t.e
+	r := t.blockReduceN([]string{"min", "max", "add", "add"}, []ptx.Reg{s.kmin, s.kmax, s.nf, s.sum}, t.reduce)
+	out := blockStats{min: t.f32(), mean: t.f32(), max: t.f32(), cnt: r[2]}
+	for _, x := range []ptx.Reg{out.min, out.mean, out.max} {
+		e.Mov(x, ptx.FloatBits(0x7FC00000))
 	}
+	e.If(t.setp(ptx.GT, r[2], ptx.Imm(0)), func() {
+		c := t.f32()
+		e.Cvt(c, r[2])
+		e.Div(out.mean, r[3], c)
+		e.Mov(out.min, t.keyToFloat(r[0]))
+		e.Mov(out.max, t.keyToFloat(r[1]))
+	})
+	return out
+}
+
+// sample is a strided sample of the row, held in registers: per thread
+// len(vals) values (-Inf where there is no sample), and the factor that
+// turns a sample count into an estimated row count.
+type sample struct {
+	t     *topk
+	s     ptx.Reg   // u32 samples taken
+	vals  []ptx.Reg // f32
+	scale ptx.Reg   // f32: n / samples
+	stats blockStats
+}
+
+// sampleRow starts loading a strided sample of the row: thread tid takes
+// samples tid, tid+B, ... at index j*(n/s), s = min(n, samples), so the
+// samples are distinct elements. The loads are independent of everything
+// else in Phase 1; call finish once the values are needed, so that their
+// latency overlaps other work.
+func (t *topk) sampleRow() *sample {
+	e := t.e
+	per := max(1, min(8, sampleSize/t.threads))
+	s := t.u32()
+	e.Min(s, t.n, ptx.Imm(int64(per*t.threads)))
+	stride := t.u32()
+	e.Div(stride, t.n, s) // s >= 1: this path has n > K
+	smp := &sample{t: t, s: s, scale: t.f32()}
+	for i := range per {
+		v := t.f32()
+		e.Mov(v, ptx.FloatBits(0xFF800000))
+		j := t.u32()
+		e.Add(j, t.tid, ptx.Imm(int64(i*t.threads)))
+		e.If(t.setp(ptx.LT, j, s), func() {
+			idx := t.u32()
+			e.Mul(idx, j, stride)
+			e.LdNC(v, t.elemAddr(t.row, idx, 4))
+		})
+		smp.vals = append(smp.vals, v)
+	}
+	return smp
+}
+
+// finish takes the sample's statistics; the sampled values must be there.
+func (smp *sample) finish() {
+	t, e := smp.t, smp.t.e
+	st := t.newStats()
+	for _, v := range smp.vals {
+		st.add(v) // -Inf where there is no sample: not finite, not counted
+	}
+	fs, fn := t.f32(), t.f32()
+	e.Cvt(fs, smp.s)
+	e.Cvt(fn, t.n)
+	e.Div(smp.scale, fn, fs)
+	smp.stats = st.reduce()
+}
+
+// evenPoints sets pts to four evenly spaced points strictly inside (lo, hi).
+func (t *topk) evenPoints(pts [4]ptx.Reg, lo, hi ptx.Reg) {
+	e := t.e
+	d := t.f32()
+	e.Sub(d, hi, lo)
+	e.Mul(d, d, ptx.Float(0.2))
+	for i, p := range pts {
+		e.Mad(p, d, ptx.Float(float32(i+1)), lo)
+	}
+}
+
+// estimateThreshold narrows g's bracket [lo, hi] toward the threshold whose
+// estimated count is the Phase 2 target, counting the sample instead of the
+// row: est(x) = scale * #(samples >= x). Each round estimates four points in
+// one block reduction and keeps the two neighbours the target falls
+// between; the first round's points are pts, later rounds' are evenly
+// spaced. The guess is then interpolated in log(count) between the final
+// bracket's ends, which also become Phase 2's first secant anchors. All of
+// this is an estimate: Phase 2 counts the row for real, so a poor sample
+// costs passes, never exactness.
+func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int) {
+	e := t.e
+	target := ptx.Float(float32(t.target()))
+	e.Cvt(g.cntLo, t.n)
+	e.Mov(g.cntHi, ptx.Float(0.5)) // below one element: keeps log finite
+	for round := range rounds {
+		if round > 0 {
+			t.evenPoints(pts, g.lo, g.hi)
+		}
+		var cnts []ptx.Reg
+		for _, p := range pts {
+			c := t.constU32(0)
+			for _, v := range s.vals {
+				e.Guarded(t.setp(ptx.GEU, v, p), func() { e.Add(c, c, ptx.Imm(1)) })
+			}
+			cnts = append(cnts, c)
+		}
+		r := t.blockReduceN([]string{"add", "add", "add", "add"}, cnts, t.reduce)
+		est := make([]ptx.Reg, 4)
+		for i := range est {
+			est[i] = t.f32()
+			e.Cvt(est[i], r[i])
+			e.Mul(est[i], est[i], s.scale)
+		}
+		// The points ascend, so the estimates descend: lo is the last point
+		// at or above the target, hi the first below it.
+		for i := range pts {
+			e.Guarded(t.setp(ptx.GE, est[i], target), func() {
+				e.Mov(g.lo, pts[i])
+				e.Mov(g.cntLo, est[i])
+			})
+		}
+		for i := len(pts) - 1; i >= 0; i-- {
+			e.Guarded(t.setp(ptx.LT, est[i], target), func() {
+				e.Mov(g.hi, pts[i])
+				e.Mov(g.cntHi, est[i])
+			})
+		}
+	}
+	e.Max(g.cntHi, g.cntHi, ptx.Float(0.5))
+	t.logSecant(g.t, g, target, false, ptx.Pred{})
+}
+
+// logSecant sets x to the point between g.lo and g.hi where the count,
+// interpolated in log(count), reaches target. Tail counts fall roughly
+// exponentially with the threshold, which a linear secant follows badly.
+// With damp set, the step from the end just measured (lo if fromLo holds,
+// else hi) goes at most the damping fraction of the way.
+func (t *topk) logSecant(x ptx.Reg, g guess, target ptx.Operand, damp bool, fromLo ptx.Pred) {
+	e := t.e
+	a, b, lt := t.f32(), t.f32(), t.f32()
+	e.Lg2(a, g.cntLo)
+	e.Lg2(b, g.cntHi)
+	e.Lg2(lt, target)
+	frac, d := t.f32(), t.f32()
+	e.Sub(frac, a, lt)
+	e.Sub(d, a, b)
+	e.Div(frac, frac, d)
+	if damp {
+		e.IfElse(fromLo, func() { e.Min(frac, frac, ptx.Float(damping)) },
+			func() { e.Max(frac, frac, ptx.Float(1-damping)) })
+	}
+	e.Sub(d, g.hi, g.lo)
+	e.Mad(x, frac, d, g.lo)
 }
 
 // target is the count Phase 2 aims for: inside [K, MaxCandidates], nearer
@@ -486,7 +614,8 @@ func (t *topk) phase2SecantSearch(g guess) (thr ptx.Reg, found ptx.Pred, mine pt
 
 	fc := t.f32()
 	e.Cvt(fc, cnt)
-	e.IfElse(t.setp(ptx.GT, cnt, ptx.Imm(C)), func() {
+	tooMany := t.setp(ptx.GT, cnt, ptx.Imm(C))
+	e.IfElse(tooMany, func() {
 		e.Mov(lo, tk)
 		e.Mov(g.lo, thr)
 		e.Mov(g.cntLo, fc)
@@ -499,17 +628,15 @@ func (t *topk) phase2SecantSearch(g guess) (thr ptx.Reg, found ptx.Pred, mine pt
 	e.Sub(gap, hi, lo)
 	e.BraIf(t.setp(ptx.LE, gap, ptx.Imm(1)), done) // found stays false
 
-	// Next guess: thr = lo + frac*(hi-lo), frac = (cntLo-target)/(cntLo-cntHi).
+	// Next guess: the log-count secant through the anchors, damped on the
+	// first step; after secantIters passes, bisection.
 	e.IfElse(t.setp(ptx.LT, t.iters, ptx.Imm(secantIters)), func() {
-		frac, d := t.f32(), t.f32()
-		e.Sub(frac, g.cntLo, ptx.Float(float32(t.target())))
-		e.Sub(d, g.cntLo, g.cntHi)
-		e.Div(frac, frac, d)
-		e.Guarded(t.setp(ptx.EQ, t.iters, ptx.Imm(1)), func() {
-			e.Min(frac, frac, ptx.Float(damping))
+		e.Max(g.cntHi, g.cntHi, ptx.Float(0.5))
+		e.IfElse(t.setp(ptx.EQ, t.iters, ptx.Imm(1)), func() {
+			t.logSecant(thr, g, ptx.Float(float32(t.target())), true, tooMany)
+		}, func() {
+			t.logSecant(thr, g, ptx.Float(float32(t.target())), false, ptx.Pred{})
 		})
-		e.Sub(d, g.hi, g.lo)
-		e.Mad(thr, frac, d, g.lo)
 	}, func() {
 		e.Mov(thr, ptx.FloatBits(0x7FC00000)) // NaN: bisect
 	})
@@ -527,11 +654,18 @@ func (t *topk) phase3Collect(thr, mine ptx.Reg) ptx.Reg {
 	e.Comment("Phase 3: ballot-free candidate collection")
 	pos, total := t.blockExclusiveScan(mine, t.sel.scratch)
 	e.Mov(t.ncand, total)
+	// One shared address walks this thread's slots: the index slot is at a
+	// fixed distance from the value slot.
+	a := t.smem.elem(t.cand.bits, pos, 4)
+	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
 	t.rowWalk(t.row, t.n, t.cfg.unroll(), func(x ptx.Reg, idx func() ptx.Reg) {
-		e.If(t.setp(ptx.GEU, x, thr), func() {
-			e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.cand.bits, pos, 4), t.bitsOf(x))
-			e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.cand.idx, pos, 4), idx())
-			e.Add(pos, pos, ptx.Imm(1))
+		// Predicated, not branched, and four instructions per element: the
+		// pass stays a streaming pass like a counting one.
+		p := t.setp(ptx.GEU, x, thr)
+		e.Guarded(p, func() {
+			e.St(ptx.SpaceShared, ptx.F32, a, x)
+			e.St(ptx.SpaceShared, ptx.U32, ptx.At(a.Base, a.Off+toIdx), idx())
+			e.Add(a.Base.(ptx.Reg), a.Base, ptx.Imm(4))
 		})
 	})
 	t.sync()
@@ -557,4 +691,8 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 	}, func() {
 		t.exactSelect(cands, t.k, t.sel, t.out, t.passes)
 	})
+}
+
+func (t *topk) newGuess() guess {
+	return guess{t: t.f32(), lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32()}
 }

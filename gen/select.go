@@ -50,15 +50,15 @@ func (c *cta) tiesOf(w walker, kth ptx.Reg) stream {
 
 // selectShared is the shared memory exact selection uses.
 type selectShared struct {
-	hist    region // one u32 per bin
-	scratch region // one u32 per warp (block scans)
-	scalars region // the found digit, count above it, count in it
+	hist    [2]region // one u32 per bin; passes alternate between the two
+	scratch region    // one u32 per warp (block scans)
+	scalars region    // the found digit, count above it, count in it
 	bins    int
 }
 
 func (c *cta) allocSelect(bins int) selectShared {
 	return selectShared{
-		hist:    c.smem.alloc("hist", 4*bins, 16),
+		hist:    [2]region{c.smem.alloc("hist0", 4*bins, 16), c.smem.alloc("hist1", 4*bins, 16)},
 		scratch: c.smem.alloc("select_scratch", 4*c.warps(), 4),
 		scalars: c.smem.alloc("select_scalars", 16, 16),
 		bins:    bins,
@@ -85,21 +85,27 @@ func (c *cta) radixSelect(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) 
 	prefix := c.constU32(0)
 	above := c.constU32(0)
 	equal := c.u32()
+	// Digits from the most significant: bits [lo, hi).
+	type digit struct{ lo, hi int }
+	var digits []digit
 	for hi := 32; hi > 0; hi -= db {
-		lo := max(0, hi-db)
-		nb := 1 << (hi - lo)
+		digits = append(digits, digit{max(0, hi-db), hi})
+	}
+	c.clearShared(sh.hist[0], 1<<(digits[0].hi-digits[0].lo))
+	c.sync()
+	for p, d := range digits {
+		lo, hi, nb := d.lo, d.hi, 1<<(d.hi-d.lo)
+		hist := sh.hist[p%2]
 		if passes.T != ptx.TypeInvalid {
 			e.Add(passes, passes, ptx.Imm(1))
 		}
 		e.Comment("radix select: digit bits [%d, %d)", lo, hi)
-		c.clearShared(sh.hist, nb)
-		c.sync()
 		s(func(r ptx.Reg) {
 			count := func() {
 				d := c.u32()
 				e.Shr(d, r, ptx.Imm(int64(lo)))
 				e.And(d, d, ptx.Imm(int64(nb-1)))
-				e.Red(ptx.SpaceShared, "add", ptx.U32, c.smem.elem(sh.hist, d, 4), ptx.Imm(1))
+				e.Red(ptx.SpaceShared, "add", ptx.U32, c.smem.elem(hist, d, 4), ptx.Imm(1))
 			}
 			if hi == 32 {
 				count()
@@ -112,7 +118,13 @@ func (c *cta) radixSelect(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) 
 			e.If(c.setp(ptx.EQ, m, ptx.Imm(0)), count)
 		})
 		c.sync()
-		dig, ab, cnt := c.findBin(sh, nb, rem)
+		if p+1 < len(digits) {
+			// The next pass's histogram is the other buffer: clear it now;
+			// findBin's closing barrier orders the clearing before its use.
+			next := digits[p+1]
+			c.clearShared(sh.hist[(p+1)%2], 1<<(next.hi-next.lo))
+		}
+		dig, ab, cnt := c.findBin(sh, hist, nb, rem)
 		e.Shl(dig, dig, ptx.Imm(int64(lo)))
 		e.Or(prefix, prefix, dig)
 		e.Sub(rem, rem, ab)
@@ -136,48 +148,48 @@ func (c *cta) clearShared(r region, n int) {
 // count, in every thread. Threads own runs of bins from the top; a block
 // scan of their sums tells each the count above its run, and the one whose
 // run holds the crossing publishes it.
-func (c *cta) findBin(sh selectShared, nb int, R ptx.Reg) (dig, above, cnt ptx.Reg) {
+func (c *cta) findBin(sh selectShared, hist region, nb int, R ptx.Reg) (dig, above, cnt ptx.Reg) {
 	e := c.e
 	per := max(1, nb/c.threads) // bins per thread
 	owners := nb / per
 	first := c.u32() // position from the top of this thread's first bin
 	e.Mul(first, c.tid, ptx.Imm(int64(per)))
 	owner := c.setp(ptx.LT, c.tid, ptx.Imm(int64(owners)))
-	// bin(q) = nb-1 - (first+q): the q-th bin of this thread's run.
-	bin := func(q ptx.Reg) ptx.Reg {
-		b := c.u32()
-		e.Add(b, first, q)
-		e.Sub(b, ptx.Imm(int64(nb-1)), b)
-		return b
-	}
+	// The q-th bin of this thread's run is nb-1 - (first+q); its address
+	// is hist[nb-1-first] - 4q.
+	top := c.u32()
+	e.Sub(top, ptx.Imm(int64(nb-1)), first)
+	topAddr := c.smem.elem(hist, top, 4)
+	binAt := func(q int) ptx.Addr { return ptx.At(topAddr.Base, topAddr.Off-int64(4*q)) }
+	h := make([]ptx.Reg, per)
 	sum := c.constU32(0)
-	q := c.u32()
 	e.If(owner, func() {
-		e.For(q, ptx.Imm(0), ptx.Imm(int64(per)), ptx.Imm(1), func() {
-			h := c.u32()
-			e.Ld(ptx.SpaceShared, h, c.smem.elem(sh.hist, bin(q), 4))
-			e.Add(sum, sum, h)
-		})
+		for q := range per {
+			h[q] = c.u32()
+			e.Ld(ptx.SpaceShared, h[q], binAt(q))
+			e.Add(sum, sum, h[q])
+		}
 	})
-	cum, _ := c.blockExclusiveScan(sum, sh.scratch)
+	// The scan's scratch is next written by the next findBin, many
+	// barriers later: no closing barrier needed.
+	cum, _ := c.blockScan(sum, sh.scratch)
 	e.If(owner, func() {
-		e.For(q, ptx.Imm(0), ptx.Imm(int64(per)), ptx.Imm(1), func() {
-			b := bin(q)
-			h := c.u32()
-			e.Ld(ptx.SpaceShared, h, c.smem.elem(sh.hist, b, 4))
+		for q := range per {
 			next := c.u32()
-			e.Add(next, cum, h)
+			e.Add(next, cum, h[q])
 			// cum < R <= cum+h: the R-th largest is in this bin.
 			in := c.pred()
 			e.Setp(in, ptx.LT, cum, R)
 			e.AndPred(in, in, c.setp(ptx.GE, next, R))
 			e.If(in, func() {
+				b := c.u32()
+				e.Sub(b, top, ptx.Imm(int64(q)))
 				e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 0), b)
 				e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 4), cum)
-				e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 8), h)
+				e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 8), h[q])
 			})
 			e.Mov(cum, next)
-		})
+		}
 	})
 	c.sync()
 	dig, above, cnt = c.u32(), c.u32(), c.u32()

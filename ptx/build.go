@@ -349,6 +349,9 @@ func (e *Entry) Div(d Reg, a, b Operand) {
 	e.arith("div", d, a, b)
 }
 
+// Lg2 emits d = log2(a), approximately (lg2.approx: about 22 good bits).
+func (e *Entry) Lg2(d Reg, a Operand) { e.Emit("lg2", []string{"approx", d.T.Name()}, d, a) }
+
 // Shl emits d = a << b.
 func (e *Entry) Shl(d Reg, a, b Operand) {
 	e.Emit("shl", []string{bitsType(d.T).Name()}, d, a, b)

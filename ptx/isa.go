@@ -229,6 +229,13 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 	case "not":
 		s.Type, err = bitsOrPred(m)
 		s.Args = rw(s.Type, s.Type)
+	case "lg2", "ex2":
+		if _, ok := m.take("approx"); !ok {
+			return s, fmt.Errorf("%s needs .approx", op)
+		}
+		m.take("ftz")
+		s.Type, err = m.typ()
+		s.Args = rw(s.Type, s.Type)
 	case "rcp", "sqrt":
 		m.take("rn", "rz", "rm", "rp", "approx")
 		m.take("ftz")
@@ -369,11 +376,17 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 		s.Feature, s.PTX = FeatCluster, v78
 	case "barrier":
 		if _, ok := m.take("cluster"); ok {
-			if _, ok := m.take("arrive", "wait"); !ok {
+			half, ok := m.take("arrive", "wait")
+			if !ok {
 				return s, fmt.Errorf("barrier.cluster needs .arrive or .wait")
 			}
 			s.Feature, s.PTX = FeatCluster, v78
-			if _, ok := m.take("release", "relaxed", "acquire"); ok {
+			// arrive{.release|.relaxed}, wait{.acquire}: the orderings need PTX 8.0.
+			sems := []string{"release", "relaxed"}
+			if half == "wait" {
+				sems = []string{"acquire"}
+			}
+			if _, ok := m.take(sems...); ok {
 				s.PTX = v80
 			}
 			m.take("aligned")
