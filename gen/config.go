@@ -61,8 +61,8 @@ func (c Config) Validate() error {
 	if c.BlockSize < warpSize || c.BlockSize > 1024 || c.BlockSize%warpSize != 0 {
 		bad("BlockSize = %d: must be a multiple of 32 between 32 and 1024", c.BlockSize)
 	}
-	if c.Bins < 1 || c.Bins&(c.Bins-1) != 0 {
-		bad("Bins = %d: must be a power of two", c.Bins)
+	if c.Bins < 2 || c.Bins&(c.Bins-1) != 0 {
+		bad("Bins = %d: must be a power of two, at least 2", c.Bins)
 	} else if c.BlockSize%warpSize == 0 && c.BlockSize > 0 && c.Bins%(c.BlockSize/warpSize) != 0 {
 		bad("Bins = %d: must be a multiple of the warp count %d", c.Bins, c.BlockSize/warpSize)
 	}
@@ -71,6 +71,11 @@ func (c Config) Validate() error {
 	}
 	if c.Target.Name == "" {
 		bad("no target")
+	} else if len(errs) == 0 {
+		if need, limit := c.SharedBytes(), MaxSharedPerBlock(c.Target); need > limit {
+			bad("needs %d bytes of shared memory (MaxCandidates %d, Bins %d), %s allows %d per block",
+				need, c.MaxCandidates, c.Bins, c.Target.Name, limit)
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid config (%v): %w", c, errors.Join(errs...))

@@ -70,10 +70,15 @@ func (c *cta) sync() { c.e.BarSync(0) }
 // shared memory is used even for small kernels so that every kernel has the
 // same launch contract: SharedBytes() at launch.
 type smem struct {
+	layout
 	e    *ptx.Entry
 	base ptx.Reg // u32 shared address of the array
-	size int
 }
+
+// layout assigns compile-time offsets to shared-memory regions. It emits no
+// code, so a Config can be checked against the target's limit before any
+// kernel is built.
+type layout struct{ size int }
 
 // region is a named slice of shared memory.
 type region struct {
@@ -89,7 +94,7 @@ func newSmem(e *ptx.Entry, v *ptx.Var) *smem {
 }
 
 // alloc reserves bytes at the given alignment.
-func (s *smem) alloc(name string, bytes, align int) region {
+func (s *layout) alloc(name string, bytes, align int) region {
 	s.size = (s.size + align - 1) / align * align
 	r := region{name: name, off: s.size, bytes: bytes}
 	s.size += bytes

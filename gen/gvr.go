@@ -48,13 +48,11 @@ type topk struct {
 	*cta
 	cfg Config
 
-	row    ptx.Reg // u64 global address of this CTA's row
-	n      ptx.Reg // u32 row length, clamped to [0, row_stride]
-	k      ptx.Reg // u32, K
-	out    outRow
-	sel    selectShared
-	cand   struct{ bits, idx region } // MaxCandidates float bits, indices
-	reduce region                     // block reductions of up to four values
+	row ptx.Reg // u64 global address of this CTA's row
+	n   ptx.Reg // u32 row length, clamped to [0, row_stride]
+	k   ptx.Reg // u32, K
+	out outRow
+	topkShared
 
 	stats  ptx.Reg    // u64 address of this row's stats record (Instrument)
 	stamps [5]ptx.Reg // u64 %clock64 at the phase boundaries (Instrument)
@@ -65,6 +63,35 @@ type topk struct {
 	valid  ptx.Reg    // u32 valid predicted indices
 }
 
+// topkShared is the shared memory of a Top-K kernel.
+type topkShared struct {
+	sel    selectShared
+	reduce region                     // block reductions of up to four values
+	cand   struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
+}
+
+// newTopKShared lays out a Top-K kernel's shared memory in l. The radix
+// kernel has no candidate buffer.
+func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
+	warps := cfg.BlockSize / warpSize
+	var s topkShared
+	s.sel = allocSelect(l, cfg.Bins, warps)
+	s.reduce = l.alloc("reduce", 4*4*warps, 16)
+	if withCand {
+		s.cand.bits = l.alloc("cand_bits", 4*cfg.MaxCandidates, 16)
+		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
+	}
+	return s
+}
+
+// SharedBytes is the dynamic shared memory the GVR kernels (gvr_topk,
+// topk_fallback) need for c; topk_radix needs less.
+func (c Config) SharedBytes() int {
+	var l layout
+	newTopKShared(&l, c, true)
+	return l.size
+}
+
 // guess is what Phase 1 gives Phase 2: a first threshold and two anchors
 // (value, estimated count >= value) for the secant.
 type guess struct {
@@ -73,7 +100,7 @@ type guess struct {
 
 // newTopK declares the parameters of a Top-K kernel and sets up its row.
 // withPred adds the prediction parameters of gvr_topk.
-func newTopK(name string, cfg Config, withPred bool) (*topk, *ptx.Module, predParams) {
+func newTopK(name string, cfg Config, withPred, withCand bool) (*topk, *ptx.Module, predParams) {
 	m, e, sv := kernelModule(name, cfg)
 	pScores := e.Param("scores", ptx.U64)
 	pStride := e.Param("row_stride", ptx.U64)
@@ -95,8 +122,7 @@ func newTopK(name string, cfg Config, withPred bool) (*topk, *ptx.Module, predPa
 	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(pathCopy), t.constU32(0)
 	t.stamp(0)
 	t.k = t.constU32(int64(cfg.K))
-	t.sel = t.allocSelect(cfg.Bins)
-	t.reduce = t.smem.alloc("reduce", 4*4*t.warps(), 16)
+	t.topkShared = newTopKShared(&t.smem.layout, cfg, withCand)
 
 	r := t.rowID()
 	scores := t.global(pScores)
@@ -230,7 +256,7 @@ func (t *topk) copyShortRow() {
 // genGVR: gvr_topk(scores, row_stride, lengths, pred, pred_stride,
 // pred_count, out_idx, out_vals[, stats]).
 func genGVR(cfg Config) (*Kernel, error) {
-	t, m, pp := newTopK("gvr_topk", cfg, true)
+	t, m, pp := newTopK("gvr_topk", cfg, true, true)
 	t.body(func() guess { return t.phase1PreIndexStats(pp) })
 	return finish("gvr_topk", cfg, m, t.cta)
 }
@@ -238,7 +264,7 @@ func genGVR(cfg Config) (*Kernel, error) {
 // genFallback: topk_fallback(scores, row_stride, lengths, out_idx,
 // out_vals[, stats]).
 func genFallback(cfg Config) (*Kernel, error) {
-	t, m, _ := newTopK("topk_fallback", cfg, false)
+	t, m, _ := newTopK("topk_fallback", cfg, false, true)
 	t.body(t.phase1SampleStats)
 	return finish("topk_fallback", cfg, m, t.cta)
 }
@@ -246,7 +272,7 @@ func genFallback(cfg Config) (*Kernel, error) {
 // genRadix: topk_radix(scores, row_stride, lengths, out_idx, out_vals[,
 // stats]).
 func genRadix(cfg Config) (*Kernel, error) {
-	t, m, _ := newTopK("topk_radix", cfg, false)
+	t, m, _ := newTopK("topk_radix", cfg, false, false)
 	e := t.e
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
 		e.Mov(t.path, ptx.Imm(pathExact))
@@ -260,8 +286,6 @@ func genRadix(cfg Config) (*Kernel, error) {
 // body emits the GVR pipeline with the given Phase 1.
 func (t *topk) body(phase1 func() guess) {
 	e := t.e
-	t.cand.bits = t.smem.alloc("cand_bits", 4*t.cfg.MaxCandidates, 16)
-	t.cand.idx = t.smem.alloc("cand_idx", 4*t.cfg.MaxCandidates, 16)
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
 		g := phase1()
 		t.stamp(1)

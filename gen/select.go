@@ -56,11 +56,11 @@ type selectShared struct {
 	bins    int
 }
 
-func (c *cta) allocSelect(bins int) selectShared {
+func allocSelect(l *layout, bins, warps int) selectShared {
 	return selectShared{
-		hist:    [2]region{c.smem.alloc("hist0", 4*bins, 16), c.smem.alloc("hist1", 4*bins, 16)},
-		scratch: c.smem.alloc("select_scratch", 4*c.warps(), 4),
-		scalars: c.smem.alloc("select_scalars", 16, 16),
+		hist:    [2]region{l.alloc("hist0", 4*bins, 16), l.alloc("hist1", 4*bins, 16)},
+		scratch: l.alloc("select_scratch", 4*warps, 4),
+		scalars: l.alloc("select_scalars", 16, 16),
 		bins:    bins,
 	}
 }

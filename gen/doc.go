@@ -1,0 +1,32 @@
+// Package gen writes gvr's kernels: it turns a Config into a built and
+// verified *ptx.Module. It knows Top-K; package ptx below it does not.
+//
+// Config holds everything baked into a kernel's PTX: K, the capacity of the
+// shared-memory candidate buffer (MaxCandidates), the threads per CTA
+// (BlockSize), the histogram bins of the refine phase (Bins), the target
+// architecture, the float4 loads each thread keeps in flight (Unroll) and
+// whether to emit instrumentation. DefaultConfig is the GVR paper's: K =
+// 2048, MAX_CANDIDATES = 6144, 512 threads, 2048 bins, sm_100. Validate
+// reports every reason a configuration cannot be generated, all at once.
+//
+// The registry maps kernel names to generators: Names lists them, Describe
+// gives each a one-line description, and Generate(name, cfg) validates cfg,
+// builds the kernel and returns a Kernel: its module, its PTX text, and how
+// to launch it (threads per CTA, bytes of dynamic shared memory). It holds
+// the Top-K kernels and the building-block kernels that exist to test one
+// block each; cmd/ptxgen prints any of them and golden/ keeps their text.
+//
+// Kernels run one CTA per row and are written from building blocks: Go
+// functions that emit code into the CTA under construction (cta.go), such as
+// warp and block reductions, a block-wide exclusive scan, a walk over a row
+// with 16-byte vector loads that copes with unaligned rows and any length,
+// a count of elements at or above a threshold, the float-to-key mapping of
+// the Top-K order, and an exact radix select with a shared-memory
+// histogram. Each block is short and says why it is correct; a kernel reads
+// like the paper's phases. The "combine across the CTA" steps are kept
+// separate so that a cluster version can combine across the cluster instead.
+//
+// Every kernel parameter is 64 bits wide (the kernel ABI), shared memory is
+// the module's one dynamic (.extern) array, and the generated PTX carries
+// the kernel, its config and its launch shape in its header comment.
+package gen
