@@ -119,6 +119,11 @@ func compatible(want, reg Type) bool {
 	if want == reg {
 		return true
 	}
+	// 8-bit values live in 16-bit registers: the printer declares them .b16
+	// and PTX lets ld, st and cvt of an 8-bit type use a 16-bit register.
+	if want.Bits() == 8 && reg.Bits() == 16 && want.IsInt() && reg.IsInt() {
+		return true
+	}
 	if want.Bits() != reg.Bits() || want == TypePred || reg == TypePred {
 		return false
 	}
