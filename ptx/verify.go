@@ -79,6 +79,11 @@ func (v *verifier) entry(e *Entry) {
 	params := map[string]bool{}
 	for _, p := range e.Params {
 		v.checkName(p.Name, "parameter", params)
+		for _, x := range v.m.Vars {
+			if x.Name == p.Name { // the text would name the parameter, not the variable
+				v.errorf("", nil, "parameter %s has the name of a module variable", p.Name)
+			}
+		}
 	}
 
 	// Labels, and which registers are written anywhere.

@@ -1,0 +1,66 @@
+package gen_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// TestRoundTrip: every kernel, on every target and for several configs,
+// prints text that parses back to the same text. The interpreter runs the
+// parsed text, so this is what lets its results stand for the driver's.
+func TestRoundTrip(t *testing.T) {
+	small := gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64}
+	inst := gen.DefaultConfig()
+	inst.Instrument = true
+	for _, name := range gen.Names() {
+		for _, target := range append(ptx.Targets, ptx.SM75) {
+			cfgs := []gen.Config{gen.DefaultConfig()}
+			if target == ptx.SM75 || target == ptx.SM100a {
+				cfgs = append(cfgs, small, inst)
+			}
+			for _, cfg := range cfgs {
+				cfg.Target = target
+				k, err := gen.Generate(name, cfg)
+				if err != nil {
+					t.Fatalf("%s %v: %v", name, cfg, err)
+				}
+				if err := ptx.RoundTrip(k.Module); err != nil {
+					t.Errorf("%s %v: %v", name, cfg, err)
+				}
+			}
+		}
+	}
+}
+
+// TestValidate: each invalid field is named, all at once.
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		cfg  gen.Config
+		want string
+	}{
+		{gen.Config{K: 0, MaxCandidates: 10, BlockSize: 64, Bins: 64, Target: ptx.SM90}, "K = 0"},
+		{gen.Config{K: 100, MaxCandidates: 99, BlockSize: 64, Bins: 64, Target: ptx.SM90}, "MaxCandidates = 99"},
+		{gen.Config{K: 1, MaxCandidates: 10, BlockSize: 100, Bins: 64, Target: ptx.SM90}, "BlockSize = 100"},
+		{gen.Config{K: 1, MaxCandidates: 10, BlockSize: 2048, Bins: 64, Target: ptx.SM90}, "BlockSize = 2048"},
+		{gen.Config{K: 1, MaxCandidates: 10, BlockSize: 64, Bins: 48, Target: ptx.SM90}, "Bins = 48"},
+		{gen.Config{K: 1, MaxCandidates: 10, BlockSize: 512, Bins: 8, Target: ptx.SM90}, "multiple of the warp count 16"},
+		{gen.Config{K: 2048, MaxCandidates: 30000, BlockSize: 512, Bins: 2048, Target: ptx.SM86}, "sm_86 allows 101376"},
+		{gen.Config{K: 1, MaxCandidates: 10, BlockSize: 64, Bins: 64}, "no target"},
+	}
+	for _, c := range cases {
+		err := c.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error mentioning %q", c.cfg, err, c.want)
+		}
+	}
+	for _, k := range []int{1, 16, 64, 512, 1024, 2048} {
+		cfg := gen.DefaultConfig()
+		cfg.K, cfg.MaxCandidates = k, 3*k
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("K=%d: %v", k, err)
+		}
+	}
+}

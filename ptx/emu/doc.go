@@ -1,0 +1,153 @@
+// Package emu is a CPU interpreter for the PTX that package ptx prints, so
+// that every kernel's behaviour is tested without a GPU, exactly as a GPU
+// would run it, and more strictly.
+//
+// It runs what the driver would receive: Load parses the printed text
+// (ptx.Parse) and compiles each kernel; LoadModule(m) is Load(ptx.Text(m)),
+// so a printer bug cannot hide.
+//
+//	p, err := emu.LoadModule(m)
+//	mem := emu.NewMemory()
+//	x := mem.AllocF32s(row)
+//	out := mem.Alloc(4*rows, 0)
+//	st, err := p.Run("count_ge", mem, emu.Launch{
+//		Grid: [3]int{rows}, Block: [3]int{512}, DynamicShared: 64,
+//		Params: []uint64{x, stride, lengths, thresholds, out},
+//		RaceCheck: true,
+//	})
+//	counts, _ := mem.ReadU32s(out, rows)
+//
+// A kernel's fault is a *Fault, never a panic; a bad launch (wrong
+// parameter count, block size against .reqntid, too much shared memory) is
+// a plain error. A Program may run concurrently on different Memories.
+//
+// # Execution model
+//
+// Each instruction is compiled once into a Go closure that executes it for
+// a whole warp: registers are per-warp arrays of 32 lanes ([32]uint64 per
+// value register, one bit per lane for predicates), so the cost of dispatch
+// is paid once per warp instruction, not per thread. The grid's CTAs run one
+// after another, in grid order; within a CTA the warps run in order, each
+// until it finishes or waits at a barrier. Everything is deterministic: the
+// same input gives the same results, faults and race reports on every run.
+//
+// Divergence: a warp's lanes are grouped by program counter, and the group
+// with the least pc runs next (lanes waiting at a collective or a barrier
+// aside). Lanes that branch forward wait until the lanes behind them catch
+// up, so structured code (if/else, loops with per-lane trip counts, breaks,
+// early exits) reconverges at its join points, where the groups merge.
+//
+// # Barriers and warp collectives
+//
+// bar.sync and barrier.sync, with or without a thread count, are strict:
+// every thread of a warp must execute the barrier together (no guard that
+// splits the warp, no lanes elsewhere), every thread of the CTA (or count
+// threads) must reach the same barrier instruction, and a barrier reached
+// after some threads exited is a fault, although hardware counts exited
+// threads as arrived: gvr's kernels must not rely on it.
+//
+// shfl.sync, vote.sync, redux.sync and bar.warp.sync: every lane executing
+// the instruction names its member mask and must belong to it; lanes of a
+// mask must agree on it (one instruction may serve several disjoint masks);
+// the lanes wait until all lanes of their mask execute the same instruction.
+// A mask lane that exited, skips the instruction by its guard, or is blocked
+// elsewhere with no way to arrive is a fault. shfl follows the PTX
+// pseudocode (clamp in c[4:0], segment mask in c[12:8], an out-of-range
+// source reads the lane's own value); reading a lane outside the member
+// mask, undefined in PTX, gives 0xDEADBEEF. activemask is the set of lanes
+// executing together (the current group).
+//
+// # Memory
+//
+// Global memory is Memory: allocations at nonzero addresses with unmapped
+// gaps, so any access outside an allocation faults with the address and
+// which allocation it missed. Global addresses are their own generic
+// addresses; cvta.to.global is the identity and ld.global.nc reads like
+// ld.global. Shared memory is per CTA: the static .shared variables a kernel
+// uses, in declaration order and alignment, then the .extern region of
+// Launch.DynamicShared bytes. A CTA's shared window starts at 0x40000 in
+// the .shared space (nonzero, so an offset mistaken for an address faults);
+// generic shared addresses are 0x7000_0000_0000 plus that. Every access must
+// be naturally aligned to its whole size (16 bytes for .v4.f32). Parameters
+// are packed by the .param list at natural alignment; Launch.Params gives
+// one uint64 each (the low bytes for narrower types, float32 as its bits).
+// Atomics (atom, red: add, min, max, inc, dec, and, or, xor, exch, cas) are
+// applied lane by lane in lane order; f32 atomic adds flush subnormals in
+// global memory and keep them in shared memory, as CUDA documents.
+//
+// # Arithmetic
+//
+// Integers wrap; add.sat.s32 saturates; shifts by the width or more give 0
+// (shl, shr.u) or the sign (shr.s); bfind gives 0xffffffff for no bit.
+// Division by zero, undefined in PTX, gives all ones (the quotient) and the
+// dividend (the remainder). Floats follow IEEE with PTX's rules: every
+// rounding modifier (.rn .rz .rm .rp; the directed ones computed exactly
+// with math/big), subnormals unless .ftz, a fused single rounding for
+// fma/mad, NaN results canonical (0x7fffffff for f32, as CUDA documents;
+// the f64 pattern 0x7fffffffffffffff is unconfirmed), abs and neg acting on
+// the sign bit only. min/max ignore a NaN operand unless .NaN, and order -0
+// below +0. setp's ordered comparisons are false on NaN, the unordered ones
+// (equ, ltu...) true. cvt follows PTX: float-to-int rounds as asked and
+// clamps, NaN gives 0 (1<<(n-1) from f64 or into 64 bits); .sat clamps
+// integers to the destination range and floats to [0, 1] (NaN to +0).
+// Load rejects what ptxas rejects or what a GPU does not determine: a cvt
+// without its mandatory rounding modifier, and a float mul or mad without
+// one (ptxas may contract it with an add into an fma). .approx and .full
+// (div, rcp, sqrt, lg2, ex2) are computed as the exact function correctly
+// rounded: within the documented error, but not the hardware's bits.
+//
+// Special registers: %tid, %ntid, %ctaid, %nctaid, %laneid, %warpid (tid/32),
+// %nwarpid (warps in the CTA), %lanemask_*, %smid (0). %clock, %clock64 and
+// %globaltimer count the CTA's warp instructions so far: deterministic.
+//
+// # Race detector
+//
+// With Launch.RaceCheck, two threads touching the same 4-byte word of shared
+// memory between two completed barriers, at least one writing, not both
+// atomically, and not ordered by a bar.warp.sync of both, is a FaultRace
+// naming both threads, both instructions and the address. Atomics never
+// race with each other. Only barriers order threads: a completed barrier,
+// even of a subset of threads (a thread count), starts a new epoch for the
+// whole CTA (so races across named barriers may be missed, never invented),
+// and bar.warp.sync orders the lanes of its mask after it. shfl, vote,
+// redux, membar and fence do not order memory. Lanes of one warp are
+// threads like any others (Volta's independent scheduling): a warp reading
+// what its own lanes wrote needs a bar.warp.sync. 8- and 16-bit accesses
+// count for their whole word.
+//
+// # Faults
+//
+// A Fault names its kind, the kernel, the instruction (text and line), the
+// CTA and thread, and the address if any. Kinds: FaultMemory (outside every
+// allocation, or outside shared memory), FaultAlign, FaultCollective
+// (masks disagree, a lane outside its own mask, lanes that never arrive),
+// FaultBarrier (a barrier that cannot complete, reached after exits, or
+// used divergently), FaultSteps (Launch.MaxSteps warp instructions per CTA,
+// by default DefaultMaxSteps: a stuck loop faults within seconds),
+// FaultRace, FaultUnsupported, and FaultInternal for an interpreter bug
+// (a recovered panic).
+//
+// # Clusters
+//
+// Designed for, not built. The scheduler runs a cluster of CTAs together
+// (runCluster, today one CTA per cluster), so that warps of different CTAs
+// can wait for each other; %cluster_ctarank, %cluster_nctarank and
+// %clusterid.x read as an implicit 1x1x1 cluster; a CTA's own .shared
+// addresses are valid .shared::cluster addresses of itself. Still to come
+// with the first cluster kernel: launches with .reqnctapercluster > 1
+// (refused today), a .shared::cluster window per rank for mapa,
+// ld/st/atom.shared::cluster into other CTAs, and barrier.cluster
+// arrive/wait (mapa and barrier.cluster fault as not supported yet).
+//
+// # Speed
+//
+// Measured on this project's 2-core machine (Intel Xeon, Go 1.26, shared
+// with other work: the ranges are the spread of runs),
+// go test -run X -bench . ./ptx/emu:
+//
+//	count_ge (512 threads, rows of 65536 floats, v4 loads): 200-260M thread-instructions/s, about 1 ms per row
+//	gvr_topk (K=2048, 512 threads, rows of 65536 floats):   180-290M thread-instructions/s, 4-6 ms per row
+//
+// (8-13M warp instructions/s), so hundreds of full-size rows take a second
+// or two. The race detector costs under 10%: it tracks shared memory only.
+package emu

@@ -1,0 +1,311 @@
+package emu
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// memKernel: thread t loads a value of type typ at in+t*stride+off (space
+// sp) and stores it to out[t].
+func memKernel(t *testing.T, sp ptx.Space, vec int, stride, off int64) *Program {
+	t.Helper()
+	m := ptx.NewModule(ptx.SM90)
+	var smem *ptx.Var
+	if sp == ptx.SpaceShared {
+		smem = m.Shared("buf", ptx.F32, 256, 16)
+	}
+	e := m.NewEntry("k")
+	in := e.LdParam(e.Param("in", ptx.U64))
+	tid, a := e.Reg(ptx.U32), e.Reg(ptx.U64)
+	e.Mov(tid, ptx.TidX)
+	e.MulWide(a, tid, ptx.Imm(stride))
+	if sp == ptx.SpaceShared {
+		base, a32 := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mov(base, smem)
+		e.Cvt(a32, a)
+		e.Add(a32, a32, base)
+		a = e.Reg(ptx.U64)
+		e.Cvt(a, a32)
+	} else {
+		e.Add(a, a, in)
+	}
+	var d ptx.Operand = e.Reg(ptx.F32)
+	if vec > 1 {
+		v := ptx.Vec{}
+		for range vec {
+			v = append(v, e.Reg(ptx.F32))
+		}
+		d = v
+	}
+	if sp == ptx.SpaceShared {
+		a32 := e.Reg(ptx.U32)
+		e.Cvt(a32, a)
+		e.Ld(sp, d, ptx.At(a32, off))
+	} else {
+		e.Ld(sp, d, ptx.At(a, off))
+	}
+	e.Ret()
+	return mustLoad(t, m)
+}
+
+func TestFaultGlobalOutOfBounds(t *testing.T) {
+	p := memKernel(t, ptx.SpaceGlobal, 1, 4, 0)
+	mem := NewMemory()
+	in := mem.AllocF32s(make([]float32, 40)) // 64 threads read 64 floats
+	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{64}, Params: []uint64{in}})
+	f := wantFault(t, err, FaultMemory, "ld.global.f32", "outside every allocation", "0 bytes past the end of the 160-byte allocation")
+	if f.Thread != [3]int{40, 0, 0} || f.Addr != in+160 || !f.HasAddr || f.Line == 0 {
+		t.Errorf("fault %+v", f)
+	}
+	// Before the start too.
+	p = memKernel(t, ptx.SpaceGlobal, 1, 4, -4)
+	_, err = p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in}})
+	wantFault(t, err, FaultMemory, "4 bytes before")
+}
+
+func TestFaultMisalignedVector(t *testing.T) {
+	// A row that starts 4 bytes into an allocation: v4 loads from it are
+	// misaligned.
+	p := memKernel(t, ptx.SpaceGlobal, 4, 16, 0)
+	mem := NewMemory()
+	in := mem.AllocF32s(make([]float32, 300))
+	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in}}); err != nil {
+		t.Fatalf("aligned: %v", err)
+	}
+	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in + 4}})
+	f := wantFault(t, err, FaultAlign, "ld.global.v4.f32", "16-byte access must be aligned to 16 bytes")
+	if f.Addr != in+4 || f.Thread[0] != 0 {
+		t.Errorf("fault %+v", f)
+	}
+	// v2 needs 8 bytes.
+	p = memKernel(t, ptx.SpaceGlobal, 2, 8, 4)
+	_, err = p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in}})
+	wantFault(t, err, FaultAlign, "8-byte access")
+}
+
+func TestFaultShared(t *testing.T) {
+	// 256 floats of static shared memory and 64 dynamic bytes: thread t
+	// reads float t*2; 168 threads reach byte 1340 > 1024+64.
+	p := memKernel(t, ptx.SpaceShared, 1, 8, 0)
+	mem := NewMemory()
+	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{168}, DynamicShared: 64, Params: []uint64{0}})
+	f := wantFault(t, err, FaultMemory, "ld.shared.f32", "outside the CTA's 1088 bytes of shared memory")
+	if f.Thread[0] != 136 || f.Addr != sharedWindow+1088 {
+		t.Errorf("fault %+v", f)
+	}
+	// Misaligned shared v4.
+	p = memKernel(t, ptx.SpaceShared, 4, 16, 8)
+	_, err = p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{0}})
+	wantFault(t, err, FaultAlign, "ld.shared.v4.f32")
+	// An offset used as an address (no shared base added) faults.
+	m := ptx.NewModule(ptx.SM90)
+	m.Shared("buf", ptx.U32, 64, 4)
+	e := m.NewEntry("k")
+	r := e.Reg(ptx.U32)
+	e.Mov(r, ptx.Imm(8))
+	e.Ld(ptx.SpaceShared, r, ptx.At(r, 0))
+	e.Ret()
+	_, err = mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}})
+	wantFault(t, err, FaultMemory)
+}
+
+func TestFaultCollectives(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body func(e *ptx.Entry, tid, res ptx.Reg)
+		want []string
+	}{
+		{"masks disagree", func(e *ptx.Entry, tid, res ptx.Reg) {
+			mk := e.Reg(ptx.U32)
+			e.Or(mk, tid, ptx.Imm(-4)) // lane 0: ...fc, lane 1: ...fd
+			e.Shfl(ptx.ShflBfly, res, tid, ptx.Imm(1), ptx.Imm(31), mk)
+		}, []string{"disagree on the member mask"}},
+		{"lane not in its mask", func(e *ptx.Entry, tid, res ptx.Reg) {
+			e.Redux("add", res, tid, ptx.Imm(0xFFFFFFFE))
+		}, []string{"lane 0 executes the collective but is not in its member mask"}},
+		{"lane exited", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.EQ, tid, ptx.Imm(7))
+			e.Guarded(p, func() { e.Exit() })
+			e.Redux("add", res, tid, ptx.Imm(-1))
+		}, []string{"never arrive", "lanes {7} exited"}},
+		{"lane skips by guard", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.NE, tid, ptx.Imm(3))
+			e.Guarded(p, func() { e.Redux("add", res, tid, ptx.Imm(-1)) })
+		}, []string{"lanes {3} are in the member mask", "guard false"}},
+		{"lanes at another collective", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, tid, ptx.Imm(16))
+			e.IfElse(p, func() {
+				e.Redux("add", res, tid, ptx.Imm(-1))
+			}, func() {
+				e.Redux("or", res, tid, ptx.Imm(-1))
+			})
+		}, []string{"never arrive", "lanes {16-31} wait at collective", "redux.sync.or"}},
+		{"warp sync with exited lanes", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.GE, tid, ptx.Imm(30))
+			e.Guarded(p, func() { e.Exit() })
+			e.BarWarpSync(ptx.Imm(-1))
+		}, []string{"bar.warp.sync", "lanes {30-31} exited"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := threadKernel(t, ptx.SM90, c.body)
+			_, err := runThreads(t, p, 32)
+			wantFault(t, err, FaultCollective, c.want...)
+		})
+	}
+}
+
+func TestFaultBarriers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body func(e *ptx.Entry, tid, res ptx.Reg)
+		want []string
+	}{
+		{"some warps exit first", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, tid, ptx.Imm(32))
+			e.Guarded(p, func() { e.Exit() })
+			e.BarSync(0)
+		}, []string{"reached after 32 threads of the CTA exited", "warp 0 lanes {0-31}"}},
+		{"threads exit while others wait", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, tid, ptx.Imm(64))
+			e.Guarded(p, func() { e.BarSync(0) })
+		}, []string{"barrier 0 never completes", "64 of 96 threads arrived", "warp 2 exited"}},
+		{"different barrier instructions", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, tid, ptx.Imm(32))
+			e.IfElse(p, func() { e.BarSync(0) }, func() { e.BarSync(0) })
+		}, []string{"threads wait at different instructions for barrier 0"}},
+		{"divergent barrier in a warp", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, tid, ptx.Imm(5))
+			e.IfElse(p, func() { e.BarSync(0) }, func() { e.BarSync(1) })
+		}, []string{"the warp's other lanes never reach it", "lanes {5-31} wait at barrier"}},
+		{"guard splits a warp", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, tid, ptx.Imm(5))
+			e.Guarded(p, func() { e.BarSync(0) })
+		}, []string{"guard is false for lanes {5-31}"}},
+		{"barriers of different ids", func(e *ptx.Entry, tid, res ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, tid, ptx.Imm(32))
+			e.IfElse(p, func() { e.BarSync(1) }, func() { e.BarSync(2) })
+		}, []string{"barrier 1 never completes", "32 of 96 threads arrived", "bar.sync 2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := threadKernel(t, ptx.SM90, c.body)
+			_, err := runThreads(t, p, 96)
+			wantFault(t, err, FaultBarrier, c.want...)
+		})
+	}
+}
+
+// A named barrier with a thread count synchronises only that many threads.
+func TestNamedBarrierWithCount(t *testing.T) {
+	p := threadKernel(t, ptx.SM90, func(e *ptx.Entry, tid, res ptx.Reg) {
+		p := e.Pred()
+		e.Setp(p, ptx.LT, tid, ptx.Imm(64))
+		e.If(p, func() {
+			e.Emit("bar", []string{"sync"}, ptx.Imm(1), ptx.Imm(64))
+			e.Mov(res, ptx.Imm(1))
+		})
+	})
+	got := mustRunThreads(t, p, 96)
+	if got[0] != 1 || got[63] != 1 || got[64] != 0 {
+		t.Errorf("got %v", got)
+	}
+}
+
+func TestFaultStepBudget(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	top := e.NewLabel("forever")
+	e.Place(top)
+	e.Bra(top)
+	p := mustLoad(t, m)
+	_, err := p.Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{32}, MaxSteps: 1000})
+	wantFault(t, err, FaultSteps, "1000 warp instructions", "bra")
+}
+
+// Clusters are designed for but not built: their instructions fault
+// clearly when executed, and a launch in clusters is refused.
+func TestClustersNotSupportedYet(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	d := e.Reg(ptx.U32)
+	e.Mov(d, ptx.Imm(0))
+	e.Emit("mapa", []string{"shared::cluster", "u32"}, d, d, ptx.Imm(1))
+	e.Ret()
+	e2 := m.NewEntry("c")
+	e2.ReqNCTAPerCluster = ptx.Dim3{2}
+	e2.Ret()
+	p := mustLoad(t, m)
+	_, err := p.Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{32}})
+	wantFault(t, err, FaultUnsupported, "clusters are not supported yet")
+	_, err = p.Run("c", NewMemory(), Launch{Grid: [3]int{2}, Block: [3]int{32}})
+	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Errorf("cluster launch: %v", err)
+	}
+}
+
+func TestLaunchErrors(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	m.Shared("big", ptx.B8, 40<<10, 16)
+	e := m.NewEntry("k")
+	e.ReqNTID = ptx.Dim3{64}
+	e.Param("x", ptx.U64)
+	r := e.Reg(ptx.U32)
+	e.Mov(r, m.Vars[0])
+	e.Ret()
+	p := mustLoad(t, m)
+	mem := NewMemory()
+	for _, c := range []struct {
+		l    Launch
+		want string
+	}{
+		{Launch{Grid: [3]int{1}, Block: [3]int{64}}, "0 parameters given, the kernel takes 1"},
+		{Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{0}}, "differs from .reqntid"},
+		{Launch{Grid: [3]int{0}, Block: [3]int{64}, Params: []uint64{0}}, "must be positive"},
+		{Launch{Grid: [3]int{1}, Block: [3]int{64}, Params: []uint64{0}, DynamicShared: 200 << 10}, "at most"},
+	} {
+		_, err := p.Run("k", mem, c.l)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("launch %+v: %v, want %q", c.l, err, c.want)
+		}
+		var f *Fault
+		if errors.As(err, &f) {
+			t.Errorf("a bad launch is not a Fault: %v", err)
+		}
+	}
+	if _, err := p.Run("nosuch", mem, Launch{}); err == nil {
+		t.Error("unknown kernel ran")
+	}
+}
+
+// An instruction the interpreter lacks loads, and faults only when a
+// thread executes it.
+func TestUnsupportedFaultsWhenExecuted(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	a := e.LdParam(e.Param("a", ptx.U64))
+	f := e.Reg(ptx.F32)
+	e.Mov(f, ptx.Float(1))
+	p := e.Pred()
+	e.Setp(p, ptx.EQ, a, ptx.Imm(0))
+	e.Guarded(p.Not(), func() { e.Atom(ptx.SpaceGlobal, "max", f, ptx.At(a, 0), f) })
+	e.Ret()
+	prog := mustLoad(t, m)
+	if _, err := prog.Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{0}}); err != nil {
+		t.Fatalf("not executed, yet: %v", err)
+	}
+	mem := NewMemory()
+	_, err := prog.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{mem.Alloc(4, 0)}})
+	wantFault(t, err, FaultUnsupported, "atomic max on .f32 is not supported by the interpreter yet")
+}

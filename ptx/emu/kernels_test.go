@@ -1,0 +1,339 @@
+package emu
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// The project's kernels, as committed in golden/ (the text the driver
+// receives), run in the interpreter against pure-Go references. Launches
+// are read from each file's header and parameters bound by name, so a
+// change of configuration does not break these tests.
+
+type goldenKernel struct {
+	p      *Program
+	name   string
+	block  int
+	shared int
+}
+
+var launchRE = regexp.MustCompile(`launch: (\d+) threads per CTA, (\d+) bytes of dynamic shared memory`)
+
+func loadGolden(t testing.TB, name, target string) goldenKernel {
+	t.Helper()
+	file := filepath.Join("..", "..", "golden", name+"_"+target+".ptx")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Skipf("no golden kernel: %v", err)
+	}
+	p, err := Load(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := goldenKernel{p: p, name: p.Kernels()[0]}
+	for _, h := range p.Module.Header {
+		if m := launchRE.FindStringSubmatch(h); m != nil {
+			g.block, _ = strconv.Atoi(m[1])
+			g.shared, _ = strconv.Atoi(m[2])
+		}
+	}
+	if g.block == 0 {
+		t.Fatalf("%s: no launch line in the header", file)
+	}
+	return g
+}
+
+// run launches the kernel on rows CTAs with the parameters named in args.
+func (g goldenKernel) run(t testing.TB, mem *Memory, rows int, args map[string]uint64, race bool) Stats {
+	t.Helper()
+	var params []uint64
+	for _, prm := range g.p.Module.Entries[0].Params {
+		v, ok := args[prm.Name]
+		if !ok {
+			t.Fatalf("%s: no value for parameter %s", g.name, prm.Name)
+		}
+		params = append(params, v)
+	}
+	st, err := g.p.Run(g.name, mem, Launch{Grid: [3]int{rows}, Block: [3]int{g.block}, DynamicShared: g.shared, Params: params, RaceCheck: race})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+var goldenTargets = []string{"sm_80", "sm_90", "sm_100"}
+
+func TestGoldenWarpReduce(t *testing.T) {
+	for _, target := range goldenTargets {
+		g := loadGolden(t, "warp_reduce", target)
+		rng := rand.New(rand.NewSource(7))
+		ctas := 3
+		in := make([]uint32, ctas*g.block)
+		for i := range in {
+			in[i] = rng.Uint32() >> rng.Intn(32)
+		}
+		mem := NewMemory()
+		out := mem.Alloc(4*3*len(in)/32, 0)
+		g.run(t, mem, ctas, map[string]uint64{"in": mem.AllocU32s(in), "out": out}, true)
+		got, _ := mem.ReadU32s(out, 3*len(in)/32)
+		for w := 0; w < len(in)/32; w++ {
+			v := in[32*w : 32*w+32]
+			var sum uint32
+			for _, x := range v {
+				sum += x
+			}
+			want := []uint32{sum, slices.Min(v), slices.Max(v)}
+			if !slices.Equal(got[3*w:3*w+3], want) {
+				t.Errorf("%s warp %d: %v, want %v", target, w, got[3*w:3*w+3], want)
+			}
+		}
+	}
+}
+
+func TestGoldenBlockScan(t *testing.T) {
+	for _, target := range goldenTargets {
+		g := loadGolden(t, "block_scan", target)
+		rng := rand.New(rand.NewSource(8))
+		ctas := 3
+		in := make([]uint32, ctas*g.block)
+		for i := range in {
+			in[i] = rng.Uint32() >> rng.Intn(32)
+		}
+		mem := NewMemory()
+		out, totals := mem.Alloc(4*len(in), 0), mem.Alloc(4*ctas, 0)
+		g.run(t, mem, ctas, map[string]uint64{"in": mem.AllocU32s(in), "out": out, "totals": totals}, true)
+		gotOut, _ := mem.ReadU32s(out, len(in))
+		gotTot, _ := mem.ReadU32s(totals, ctas)
+		for r := range ctas {
+			var s uint32
+			for i := r * g.block; i < (r+1)*g.block; i++ {
+				if gotOut[i] != s {
+					t.Fatalf("%s: out[%d] = %d, want %d", target, i, gotOut[i], s)
+				}
+				s += in[i]
+			}
+			if gotTot[r] != s {
+				t.Errorf("%s: totals[%d] = %d, want %d", target, r, gotTot[r], s)
+			}
+		}
+	}
+}
+
+// count_ge on rows that start anywhere (unaligned for float4 loads), of
+// lengths that are not multiples of 4, with NaN, infinities and zeros.
+func TestGoldenCountGE(t *testing.T) {
+	for _, target := range goldenTargets {
+		g := loadGolden(t, "count_ge", target)
+		rng := rand.New(rand.NewSource(9))
+		stride := 5003
+		lengths := []uint32{0, 1, 3, 4, 5, 17, 4999, 5003}
+		rows := len(lengths)
+		x := make([]float32, rows*stride+3)
+		for i := range x {
+			switch rng.Intn(20) {
+			case 0:
+				x[i] = float32(math.NaN())
+			case 1:
+				x[i] = float32(math.Inf(rng.Intn(2)*2 - 1))
+			case 2:
+				x[i] = float32(math.Copysign(0, float64(rng.Intn(2)*2-1)))
+			default:
+				x[i] = float32(rng.NormFloat64())
+			}
+		}
+		th := make([]float32, rows)
+		for r := range th {
+			th[r] = float32(rng.NormFloat64())
+		}
+		th[1] = float32(math.NaN())
+		th[2] = 0
+		mem := NewMemory()
+		xs := mem.AllocF32s(x)
+		for _, shift := range []int{0, 1, 2, 3} { // row starts 0, 4, 8, 12 bytes past 16-byte alignment
+			counts := mem.Alloc(4*rows, 0)
+			g.run(t, mem, rows, map[string]uint64{"scores": xs + uint64(4*shift), "row_stride": uint64(stride),
+				"lengths": mem.AllocU32s(lengths), "thresholds": mem.AllocF32s(th), "counts": counts}, shift == 1)
+			got, _ := mem.ReadU32s(counts, rows)
+			for r := range rows {
+				want := uint32(0)
+				for _, v := range x[shift+r*stride : shift+r*stride+int(lengths[r])] {
+					if !(v < th[r]) { // >= or unordered
+						want++
+					}
+				}
+				if got[r] != want {
+					t.Errorf("%s shift %d row %d (n=%d): %d, want %d", target, shift, r, lengths[r], got[r], want)
+				}
+			}
+		}
+	}
+}
+
+// key is the order of the Top-K contract: NaN > +Inf > ... > +0 > -0 > ...
+func key(x float32) uint32 {
+	if x != x {
+		return 0xFFFFFFFF
+	}
+	b := math.Float32bits(x)
+	if b&0x80000000 != 0 {
+		return ^b
+	}
+	return b | 0x80000000
+}
+
+// refTopK is the set of the first min(k, n) indices by key descending,
+// then index ascending, sorted by index.
+func refTopK(x []float32, k int) []int32 {
+	r := make([]uint64, len(x))
+	for i, v := range x {
+		r[i] = uint64(key(v))<<32 | uint64(^uint32(i))
+	}
+	slices.Sort(r)
+	slices.Reverse(r)
+	var idx []int32
+	for _, v := range r[:min(k, len(r))] {
+		idx = append(idx, int32(^uint32(v)))
+	}
+	slices.Sort(idx)
+	return idx
+}
+
+// topkRows are test rows: typical, with ties and special values, short.
+func topkRows(rng *rand.Rand, n int) [][]float32 {
+	normal := func() []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	ties := make([]float32, n) // few distinct values: ties wider than any buffer
+	for i := range ties {
+		ties[i] = float32(rng.Intn(3))
+	}
+	special := normal()
+	for i := 0; i < n; i += 97 {
+		special[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 0}[i%5]
+	}
+	return [][]float32{normal(), ties, special, normal()[:1000], normal()[:n-3]}
+}
+
+// topkArgs lays out rows at stride n+1 (so most rows are unaligned) and
+// returns the arguments common to the Top-K kernels.
+func topkArgs(mem *Memory, rows [][]float32, n, k int) (map[string]uint64, uint64) {
+	stride := n + 1
+	x := make([]float32, len(rows)*stride)
+	lengths := make([]uint32, len(rows))
+	for r, row := range rows {
+		copy(x[r*stride:], row)
+		lengths[r] = uint32(len(row))
+	}
+	out := mem.Alloc(4*len(rows)*k, 0)
+	return map[string]uint64{"scores": mem.AllocF32s(x), "row_stride": uint64(stride), "lengths": mem.AllocU32s(lengths),
+		"out_idx": out, "out_vals": mem.Alloc(4*len(rows)*k, 0)}, out
+}
+
+func checkTopK(t *testing.T, name string, mem *Memory, out uint64, rows [][]float32, k int) {
+	t.Helper()
+	got, err := mem.ReadI32s(out, len(rows)*k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, row := range rows {
+		g := slices.Clone(got[r*k : (r+1)*k])
+		slices.Sort(g)
+		want := refTopK(row, k)
+		for len(want) < k {
+			want = append([]int32{-1}, want...) // slots past n hold -1
+		}
+		if !slices.Equal(g, want) {
+			t.Errorf("%s row %d (n=%d): the Top-%d set differs from the reference", name, r, len(row), k)
+		}
+	}
+}
+
+func kFromHeader(t *testing.T, g goldenKernel) int {
+	for _, h := range g.p.Module.Header {
+		var k int
+		if _, err := fmt.Sscanf(h, "config: K=%d", &k); err == nil {
+			return k
+		}
+	}
+	t.Fatalf("%s: no K in the header", g.name)
+	return 0
+}
+
+// The full Top-K kernels: GVR with good and garbage predictions, the
+// fallback and the radix select.
+func TestGoldenTopK(t *testing.T) {
+	const n = 1 << 16
+	rng := rand.New(rand.NewSource(10))
+	rows := topkRows(rng, n)
+	for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
+		g := loadGolden(t, name, "sm_90")
+		k := kFromHeader(t, g)
+		mem := NewMemory()
+		args, out := topkArgs(mem, rows, n, k)
+		if name == "gvr_topk" {
+			// Row r's prediction: the Top-K of a perturbed copy, except
+			// for row 1 (garbage: out of range, negative, duplicates) and
+			// row 2 (no prediction: pred_count 0 is tested below).
+			pred := make([]int32, len(rows)*k)
+			for r, row := range rows {
+				y := slices.Clone(row)
+				for i := range y {
+					y[i] += float32(rng.NormFloat64() * 0.05)
+				}
+				p := refTopK(y, k)
+				for i := range k {
+					switch {
+					case r == 1:
+						pred[r*k+i] = int32(rng.Intn(3*n) - n)
+					case i < len(p):
+						pred[r*k+i] = p[i]
+					}
+				}
+			}
+			args["pred"], args["pred_stride"], args["pred_count"] = mem.AllocI32s(pred), uint64(k), uint64(k)
+		}
+		g.run(t, mem, len(rows), args, false)
+		checkTopK(t, name, mem, out, rows, k)
+		if name == "gvr_topk" {
+			args["pred_count"] = 0
+			g.run(t, mem, 2, args, true) // and with the race detector on
+			checkTopK(t, name+" (no prediction)", mem, out, rows[:2], k)
+		}
+	}
+}
+
+// A Program may run on several Memories at once.
+func TestConcurrentRuns(t *testing.T) {
+	g := loadGolden(t, "count_ge", "sm_90")
+	done := make(chan []uint32)
+	for i := range 2 {
+		go func() {
+			mem := NewMemory()
+			x := make([]float32, 1000)
+			for j := range x {
+				x[j] = float32(j % (7 + i))
+			}
+			counts := mem.Alloc(4, 0)
+			_, err := g.p.Run(g.name, mem, Launch{Grid: [3]int{1}, Block: [3]int{g.block}, DynamicShared: g.shared,
+				Params: []uint64{mem.AllocF32s(x), 1000, mem.AllocU32s([]uint32{1000}), mem.AllocF32s([]float32{3}), counts}})
+			if err != nil {
+				t.Error(err)
+			}
+			c, _ := mem.ReadU32s(counts, 1)
+			done <- c
+		}()
+	}
+	<-done
+	<-done
+}

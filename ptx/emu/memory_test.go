@@ -1,0 +1,256 @@
+package emu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gvr-go/gvr/ptx"
+)
+
+func TestMemoryAPI(t *testing.T) {
+	m := NewMemory()
+	a := m.Alloc(10, 0)
+	b := m.Alloc(8, 64)
+	if a == 0 || a%256 != 0 || b%64 != 0 || b < a+10+globalGap {
+		t.Errorf("addresses %#x %#x", a, b)
+	}
+	if err := m.Write(a+8, []byte{1, 2}); err != nil {
+		t.Error(err)
+	}
+	if err := m.Write(a+9, []byte{1, 2}); err == nil {
+		t.Error("a write across the end of an allocation succeeded")
+	}
+	if _, err := m.Read(a+10, 1); err == nil {
+		t.Error("a read in the gap succeeded")
+	}
+	f := m.AllocF32s([]float32{1.5, float32(math.NaN()), -0})
+	got, _ := m.ReadF32s(f, 3)
+	if got[0] != 1.5 || got[1] == got[1] {
+		t.Errorf("ReadF32s %v", got)
+	}
+	i := m.AllocI32s([]int32{-1, 7})
+	if v, _ := m.ReadI32s(i, 2); v[0] != -1 || v[1] != 7 {
+		t.Errorf("ReadI32s %v", v)
+	}
+}
+
+// Atomics apply in lane order, so the old values they return are
+// deterministic: lane l of the only warp sees the effect of lanes < l.
+func TestAtomics(t *testing.T) {
+	for _, c := range []struct {
+		op   string
+		t    ptx.Type
+		init uint64
+		arg  func(l int) uint64 // b; c for cas is l+100
+		step func(old, b uint64, l int) uint64
+	}{
+		{"add", ptx.U32, 5, func(l int) uint64 { return uint64(l) }, func(o, b uint64, _ int) uint64 { return uint32x(o + b) }},
+		{"add", ptx.U64, 1 << 40, func(l int) uint64 { return uint64(l) << 33 }, func(o, b uint64, _ int) uint64 { return o + b }},
+		{"add", ptx.F32, uint64(math.Float32bits(0.5)), func(l int) uint64 { return uint64(math.Float32bits(float32(l) * 0.25)) },
+			func(o, b uint64, _ int) uint64 { return uint64(math.Float32bits(f32(o) + f32(b))) }},
+		{"min", ptx.S32, 3, func(l int) uint64 { return uint64(uint32(int32(10 - l))) }, func(o, b uint64, _ int) uint64 {
+			return uint64(uint32(min(int32(o), int32(b))))
+		}},
+		{"max", ptx.U32, 3, func(l int) uint64 { return uint64(l * 7 % 11) }, func(o, b uint64, _ int) uint64 { return max(o, b) }},
+		{"inc", ptx.U32, 0, func(int) uint64 { return 5 }, func(o, b uint64, _ int) uint64 {
+			if o >= b {
+				return 0
+			}
+			return o + 1
+		}},
+		{"dec", ptx.U32, 2, func(int) uint64 { return 5 }, func(o, b uint64, _ int) uint64 {
+			if o == 0 || o > b {
+				return b
+			}
+			return o - 1
+		}},
+		{"and", ptx.B32, 0xFFFFFFFF, func(l int) uint64 { return ^uint64(1<<l) & 0xFFFFFFFF }, func(o, b uint64, _ int) uint64 { return o & b }},
+		{"or", ptx.B32, 0, func(l int) uint64 { return 1 << l }, func(o, b uint64, _ int) uint64 { return o | b }},
+		{"xor", ptx.B64, 0, func(l int) uint64 { return uint64(l) << 40 }, func(o, b uint64, _ int) uint64 { return o ^ b }},
+		{"exch", ptx.B32, 9, func(l int) uint64 { return uint64(l) }, func(_, b uint64, _ int) uint64 { return b }},
+		{"cas", ptx.B32, 100, func(l int) uint64 { return uint64(l + 99) }, func(o, b uint64, l int) uint64 {
+			if o == b {
+				return uint64(l + 100)
+			}
+			return o
+		}},
+	} {
+		for _, sp := range []ptx.Space{ptx.SpaceGlobal, ptx.SpaceShared} {
+			m := ptx.NewModule(ptx.SM90)
+			sh := m.Shared("scell", c.t, 1, 8)
+			e := m.NewEntry("k")
+			cell := e.LdParam(e.Param("cell", ptx.U64))
+			args := e.LdParam(e.Param("args", ptx.U64))
+			out := e.LdParam(e.Param("out", ptx.U64))
+			tid, a := e.Reg(ptx.U32), e.Reg(ptx.U64)
+			e.Mov(tid, ptx.TidX)
+			e.MulWide(a, tid, ptx.Imm(8))
+			e.Add(a, a, args)
+			b, old := e.Reg(c.t), e.Reg(c.t)
+			e.Ld(ptx.SpaceGlobal, b, ptx.At(a, 0))
+			var addr ptx.Addr
+			if sp == ptx.SpaceShared {
+				s := e.Reg(ptx.U32)
+				e.Mov(s, sh)
+				p := e.Pred()
+				e.Setp(p, ptx.EQ, tid, ptx.Imm(0))
+				v := e.Reg(c.t)
+				e.Ld(ptx.SpaceGlobal, v, ptx.At(cell, 0))
+				e.Guarded(p, func() { e.St(ptx.SpaceShared, c.t, ptx.At(s, 0), v) })
+				e.BarSync(0)
+				addr = ptx.At(s, 0)
+			} else {
+				addr = ptx.At(cell, 0)
+			}
+			if c.op == "cas" {
+				cv := e.Reg(c.t)
+				e.Add(cv, b, ptx.Imm(1))
+				e.Emit("atom", []string{sp.Name(), "cas", c.t.Name()}, old, addr, b, cv)
+			} else {
+				e.Atom(sp, c.op, old, addr, b)
+			}
+			e.Sub(a, a, args)
+			e.Add(a, a, out)
+			e.St(ptx.SpaceGlobal, c.t, ptx.At(a, 0), old)
+			if sp == ptx.SpaceShared { // copy the cell back
+				e.BarSync(0)
+				p := e.Pred()
+				e.Setp(p, ptx.EQ, tid, ptx.Imm(0))
+				v := e.Reg(c.t)
+				e.Ld(ptx.SpaceShared, v, addr)
+				e.Guarded(p, func() { e.St(ptx.SpaceGlobal, c.t, ptx.At(cell, 0), v) })
+			}
+			e.Ret()
+			p := mustLoad(t, m)
+			mem := NewMemory()
+			cellA := mem.Alloc(8, 0)
+			mem.WriteU64s(cellA, []uint64{c.init})
+			argv := make([]uint64, 32)
+			for l := range argv {
+				argv[l] = c.arg(l)
+			}
+			argA := mem.Alloc(8*32, 0)
+			mem.WriteU64s(argA, argv)
+			outA := mem.Alloc(8*32, 0)
+			if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{cellA, argA, outA}, RaceCheck: true}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := mem.ReadU64s(outA, 32)
+			final, _ := mem.ReadU64s(cellA, 1)
+			mk := mask(c.t.Bits())
+			v := c.init
+			for l := range 32 {
+				if got[l]&mk != v {
+					t.Errorf("atom.%s.%s.%s lane %d: old %#x, want %#x", sp, c.op, c.t, l, got[l]&mk, v)
+					break
+				}
+				v = c.step(v, argv[l], l) & mk
+			}
+			if final[0]&mk != v {
+				t.Errorf("atom.%s.%s.%s: final %#x, want %#x", sp, c.op, c.t, final[0]&mk, v)
+			}
+		}
+	}
+}
+
+func uint32x(v uint64) uint64 { return v & 0xFFFFFFFF }
+
+// Global f32 atomic adds flush subnormals; shared ones keep them.
+func TestAtomicAddF32Subnormal(t *testing.T) {
+	for _, sp := range []ptx.Space{ptx.SpaceGlobal, ptx.SpaceShared} {
+		m := ptx.NewModule(ptx.SM90)
+		sh := m.Shared("scell", ptx.F32, 1, 4)
+		e := m.NewEntry("k")
+		cell := e.LdParam(e.Param("cell", ptx.U64))
+		v := e.Reg(ptx.F32)
+		e.Mov(v, ptx.FloatBits(1)) // the smallest subnormal
+		if sp == ptx.SpaceShared {
+			s := e.Reg(ptx.U32)
+			e.Mov(s, sh)
+			e.Red(sp, "add", ptx.F32, ptx.At(s, 0), v)
+			e.Ld(sp, v, ptx.At(s, 0))
+			e.St(ptx.SpaceGlobal, ptx.F32, ptx.At(cell, 0), v)
+		} else {
+			e.Red(sp, "add", ptx.F32, ptx.At(cell, 0), v)
+		}
+		e.Ret()
+		mem := NewMemory()
+		c := mem.Alloc(4, 0)
+		if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, Params: []uint64{c}}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := mem.ReadU32s(c, 1)
+		want := uint32(0)
+		if sp == ptx.SpaceShared {
+			want = 1
+		}
+		if got[0] != want {
+			t.Errorf("red.%s.add.f32 of a subnormal: %#x, want %#x", sp, got[0], want)
+		}
+	}
+}
+
+// Parameters of mixed sizes are packed at their natural alignment.
+func TestParams(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	a := e.LdParam(e.Param("a", ptx.U32))
+	b := e.LdParam(e.Param("b", ptx.U64))
+	c := e.LdParam(e.Param("c", ptx.F32))
+	d := e.LdParam(e.Param("d", ptx.S32))
+	out := e.LdParam(e.Param("out", ptx.U64))
+	e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(out, 0), a)
+	e.St(ptx.SpaceGlobal, ptx.U64, ptx.At(out, 8), b)
+	e.St(ptx.SpaceGlobal, ptx.F32, ptx.At(out, 16), c)
+	e.St(ptx.SpaceGlobal, ptx.S32, ptx.At(out, 20), d)
+	e.Ret()
+	mem := NewMemory()
+	o := mem.Alloc(24, 0)
+	params := []uint64{0xFFFFFFFF12345678, 0x1122334455667788, uint64(math.Float32bits(2.5)), uint64(0xFFFFFFFF), o}
+	if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := mem.ReadU32s(o, 6)
+	want := []uint32{0x12345678, 0, 0x55667788, 0x11223344, math.Float32bits(2.5), 0xFFFFFFFF}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("word %d: %#x, want %#x", i, got[i], want[i])
+		}
+	}
+}
+
+// Generic addressing reaches global and shared memory; cvta converts;
+// vector stores and loads move whole vectors.
+func TestGenericAndVectors(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	dyn := m.ExternShared("dyn", 16)
+	e := m.NewEntry("k")
+	out := e.LdParam(e.Param("out", ptx.U64))
+	s32, g64 := e.Reg(ptx.U32), e.Reg(ptx.U64)
+	e.Mov(s32, dyn)
+	s64 := e.Reg(ptx.U64)
+	e.Cvt(s64, s32)
+	e.Emit("cvta", []string{"shared", "u64"}, g64, s64) // shared -> generic
+	v := ptx.Vec{e.Reg(ptx.F32), e.Reg(ptx.F32), e.Reg(ptx.F32), e.Reg(ptx.F32)}
+	for i, r := range v {
+		e.Mov(r, ptx.Float(float32(i)+0.5))
+	}
+	e.St(ptx.SpaceNone, ptx.F32, ptx.At(g64, 16), v) // generic store into shared
+	w := ptx.Vec{e.Reg(ptx.F32), e.Reg(ptx.F32)}
+	e.Ld(ptx.SpaceShared, w, ptx.At(s32, 24)) // elements 2 and 3
+	back := e.Reg(ptx.U64)
+	e.Emit("cvta", []string{"to", "shared", "u64"}, back, g64)
+	e.St(ptx.SpaceGlobal, ptx.U64, ptx.At(out, 0), back)
+	e.St(ptx.SpaceNone, ptx.F32, ptx.At(out, 8), w) // generic store to global
+	e.Ret()
+	mem := NewMemory()
+	o := mem.Alloc(16, 0)
+	if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, DynamicShared: 64, Params: []uint64{o}}); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := mem.ReadU64s(o, 1)
+	fs, _ := mem.ReadF32s(o+8, 2)
+	if addr[0] != sharedWindow || fs[0] != 2.5 || fs[1] != 3.5 {
+		t.Errorf("shared address %#x, values %v", addr[0], fs)
+	}
+}
