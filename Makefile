@@ -6,7 +6,7 @@ MAKEFLAGS += --no-print-directory
 
 .DEFAULT_GOAL := help
 .PHONY: help build test generate golden-update golden-check fmt-check vet \
-	ptxas cuda-headers ptxas-check ci
+	ptxas cuda-headers ptxas-check cuda gpu-test bench ci
 
 help: ## list the verbs
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -48,10 +48,45 @@ cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 ptxas-check: ## assemble golden/*_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
 	scripts/ptxas-check.sh golden
 
+# The cuda-tagged build (package runtime and what uses it) needs cgo and the
+# CUDA driver API headers. By default they are the pinned CUDA 11.8 cuda.h and
+# libcuda.so stub that scripts/cuda-tools.sh fetches once into a cache. With
+# your own CUDA 11.x/12.x toolkit instead (not 13: gorgonia.org/cu does not
+# build against it), set CUDA_ENV:
+#   make gpu-test CUDA_ENV="CGO_CFLAGS=-I$$CUDA_HOME/include CGO_LDFLAGS=-L$$CUDA_HOME/lib64/stubs"
+CUDA_ENV ?=
+CUDA_RUN = ce='$(CUDA_ENV)'; [ -n "$$ce" ] || ce=$$(scripts/cuda-tools.sh env) || exit 1; env $$ce CGO_ENABLED=1
+# Where make gpu-test puts what the GPU machine runs (git-ignored).
+GPUBIN := gpubin
+
+cuda: ## go vet and go build with -tags cuda, against the pinned CUDA 11.8 headers
+	@echo "$(GO) vet -tags cuda ./... && $(GO) build -tags cuda ./..."
+	@$(CUDA_RUN) $(GO) vet -tags cuda ./...
+	@$(CUDA_RUN) $(GO) build -tags cuda ./...
+
+gpu-test: ## build GPU test + benchmark binaries and sm_90/100/120 PTX into gpubin/ (run scripts/gpu-run.sh on the GPU machine)
+	@mkdir -p $(GPUBIN)
+	@echo "$(GO) test -c -tags cuda -o $(GPUBIN)/{runtime,topk}.test; $(GO) build -tags cuda -o $(GPUBIN)/gvrbench"
+	@$(CUDA_RUN) $(GO) test -c -tags cuda -o $(GPUBIN)/runtime.test ./runtime
+	@$(CUDA_RUN) $(GO) test -c -tags cuda -o $(GPUBIN)/topk.test ./topk
+	@$(CUDA_RUN) $(GO) build -tags cuda -o $(GPUBIN)/gvrbench ./cmd/gvrbench
+	@rm -f $(GPUBIN)/*.ptx
+	@for arch in sm_90 sm_100 sm_120; do for k in gvr_topk topk_fallback topk_radix; do \
+		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -o $(GPUBIN)/$${k}_$$arch.ptx && \
+		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -instrument -o $(GPUBIN)/$${k}_instrumented_$$arch.ptx \
+		|| exit 1; done; done
+	@echo "gpu-test: $$(ls $(GPUBIN) | wc -l) files in $(GPUBIN)/ ($$(du -sh $(GPUBIN) | cut -f1)); on the GPU machine, from the repo root: scripts/gpu-run.sh"
+
+BENCHFLAGS ?=
+bench: ## build gvrbench with -tags cuda and run it here, on a GPU machine (BENCHFLAGS=... for its flags)
+	@$(CUDA_RUN) $(GO) build -tags cuda -o bin/gvrbench ./cmd/gvrbench
+	bin/gvrbench $(BENCHFLAGS)
+
 # One after another, also under make -j: golden-check rewrites golden/.
-ci: ## fmt-check vet test golden-check ptxas-check, in that order
+ci: ## fmt-check vet test golden-check ptxas-check cuda, in that order
 	$(MAKE) fmt-check
 	$(MAKE) vet
 	$(MAKE) test
 	$(MAKE) golden-check
 	$(MAKE) ptxas-check
+	$(MAKE) cuda

@@ -1,0 +1,490 @@
+//go:build cuda
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/runtime"
+	"github.com/gvr-go/gvr/topk"
+)
+
+// The kernels gvrbench can time.
+var kernelDocs = map[string]string{
+	"gvr":      "gvr_topk with the static structural prior as its prediction (the paper's setting)",
+	"feedback": "gvr_topk with its own previous output as the prediction, in place (a decode step on unchanged scores: a perfect prediction)",
+	"fallback": "topk_fallback: no prediction, the guess comes from a sample of the row (the baseline)",
+	"radix":    "topk_radix: exact radix select over the row",
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+type options struct {
+	batches, ns    []int
+	kernels        []string
+	k, iters, warm int
+	flushMB        int
+	seed           uint64
+	device         int
+	cold, hot      bool
+	phases         bool
+	values         bool
+	asJSON         bool
+	out            string
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gvrbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	batches := fs.String("batch", "1,8,64", "batch sizes (rows per launch), comma-separated")
+	ns := fs.String("n", "8192,16384,32768,65536,70690,131072,262144", "row lengths N, comma-separated")
+	kernels := fs.String("kernels", "gvr,feedback,fallback,radix", "kernels to time: gvr, feedback, fallback, radix")
+	var o options
+	fs.IntVar(&o.k, "k", 2048, "K")
+	fs.IntVar(&o.iters, "iters", 50, "timed launches per median")
+	fs.IntVar(&o.warm, "warmup", 5, "untimed launches before them")
+	fs.IntVar(&o.flushMB, "flush-mb", 256, "MB written before each cold launch to flush L2")
+	seed := fs.Uint64("seed", 1, "seed of the synthetic scores")
+	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
+	mode := fs.String("mode", "cold,warm", "cold, warm or both")
+	fs.BoolVar(&o.phases, "phases", true, "per-phase breakdown from the instrumented kernels")
+	fs.BoolVar(&o.values, "values", false, "also write the selected values")
+	fs.BoolVar(&o.asJSON, "json", false, "print JSON on stdout instead of the table")
+	fs.StringVar(&o.out, "o", "", "also write the JSON report to `file`")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "gvrbench times gvr's Top-K kernels on the GVR paper's synthetic workload.\n\nUsage: gvrbench [flags]\n\nKernels:\n")
+		for _, k := range []string{"gvr", "feedback", "fallback", "radix"} {
+			fmt.Fprintf(stderr, "  %-9s %s\n", k, kernelDocs[k])
+		}
+		fmt.Fprintf(stderr, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(status int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "gvrbench: "+format+"\n", a...)
+		return status
+	}
+	var err error
+	if o.batches, err = parseInts(*batches); err != nil {
+		return fail(2, "-batch %v", err)
+	}
+	if o.ns, err = parseInts(*ns); err != nil {
+		return fail(2, "-n %v", err)
+	}
+	for _, k := range strings.Split(*kernels, ",") {
+		if _, ok := kernelDocs[k]; !ok {
+			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix)", k)
+		}
+		o.kernels = append(o.kernels, k)
+	}
+	for _, m := range strings.Split(*mode, ",") {
+		switch m {
+		case "cold":
+			o.cold = true
+		case "warm":
+			o.hot = true
+		default:
+			return fail(2, "-mode: %q is neither cold nor warm", m)
+		}
+	}
+	if o.iters < 1 || o.warm < 0 || o.k < 1 || o.flushMB < 1 {
+		return fail(2, "-iters, -k and -flush-mb must be positive, -warmup not negative")
+	}
+	o.seed = *seed
+
+	rep, err := bench(o, stderr)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	rep.Command = strings.Join(append([]string{"gvrbench"}, args...), " ")
+	if o.out != "" {
+		if err := writeJSON(o.out, rep); err != nil {
+			return fail(1, "%v", err)
+		}
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fail(1, "%v", err)
+		}
+	} else {
+		rep.WriteTable(stdout)
+	}
+	if len(rep.Mismatches) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func writeJSON(path string, rep *Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// bench is the whole measurement.
+type bencher struct {
+	o          options
+	dev        *runtime.Device
+	st         *runtime.Stream
+	start, end *runtime.Event
+	flush      *runtime.Buffer
+	kern       map[string]*runtime.Kernel // by kernel name, and name+"/instrumented"
+	rep        *Report
+}
+
+func bench(o options, progress io.Writer) (*Report, error) {
+	dev, err := runtime.Open(o.device)
+	if err != nil {
+		return nil, err
+	}
+	info := dev.Info()
+	b := &bencher{o: o, dev: dev, kern: make(map[string]*runtime.Kernel)}
+	b.rep = &Report{Start: time.Now().UTC(), K: o.k, Iters: o.iters, Warmup: o.warm, FlushMB: o.flushMB, Seed: o.seed,
+		Kernels: o.kernels, Mismatches: []string{},
+		Workload: "synthetic scores (GVR paper appendix: random q/k, YaRN RoPE), batch rows independent, prediction: static structural prior",
+		Device: Device{Name: info.Name, CC: fmt.Sprintf("%d.%d", info.Major, info.Minor), Target: info.Target.Name,
+			SMs: info.SMs, L2MB: info.L2Bytes >> 20, ClockMHz: info.ClockKHz / 1000,
+			Driver: fmt.Sprintf("%d.%d", info.Driver/1000, info.Driver%1000/10)}}
+	fmt.Fprintf(progress, "gvrbench: %v\n", info)
+	if b.st, err = dev.NewStream(); err != nil {
+		return nil, err
+	}
+	defer b.st.Close()
+	if b.start, err = dev.NewEvent(); err != nil {
+		return nil, err
+	}
+	defer b.start.Close()
+	if b.end, err = dev.NewEvent(); err != nil {
+		return nil, err
+	}
+	defer b.end.Close()
+	if b.flush, err = dev.Alloc(o.flushMB << 20); err != nil {
+		return nil, err
+	}
+	defer b.flush.Free()
+	if err := b.load(); err != nil {
+		return nil, err
+	}
+
+	step, steps := 0, len(o.ns)*len(o.batches)
+	for _, n := range o.ns {
+		if n < o.k {
+			return nil, fmt.Errorf("N = %d is smaller than K = %d", n, o.k)
+		}
+		t0 := time.Now()
+		d, err := b.data(n)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "N=%d: %d synthetic rows and their reference in %v\n", n, d.rows, time.Since(t0).Round(time.Millisecond))
+		for _, batch := range o.batches {
+			step++
+			t0 := time.Now()
+			if err := b.measure(d, batch); err != nil {
+				d.free()
+				return nil, err
+			}
+			mode := "cold"
+			if !o.cold {
+				mode = "warm"
+			}
+			line := fmt.Sprintf("[%d/%d] batch %d, N %d, %s:", step, steps, batch, n, mode)
+			for _, k := range o.kernels {
+				line += fmt.Sprintf(" %s %.1f us", k, b.rep.median(batch, n, mode, k))
+			}
+			fmt.Fprintf(progress, "%s (%v)\n", line, time.Since(t0).Round(time.Millisecond))
+		}
+		d.free()
+	}
+	return b.rep, nil
+}
+
+// load JIT-loads the kernels (and their instrumented variants).
+func (b *bencher) load() error {
+	cfg := gen.DefaultConfig()
+	cfg.K = b.o.k
+	cfg.MaxCandidates = max(3*b.o.k, 1024)
+	cfg.Target = b.dev.Info().Target
+	names := map[string]string{"gvr": "gvr_topk", "feedback": "gvr_topk", "fallback": "topk_fallback", "radix": "topk_radix"}
+	for _, k := range b.o.kernels {
+		for _, instr := range []bool{false, true} {
+			if instr && (!b.o.phases || k == "radix") {
+				continue
+			}
+			c := cfg
+			c.Instrument = instr
+			kern, err := b.dev.Kernel(names[k], c)
+			if err != nil {
+				return err
+			}
+			key := k
+			if instr {
+				key += "/instrumented"
+			}
+			b.kern[key] = kern
+			if desc := fmt.Sprintf("%v (%s)", kern, c); !slices.Contains(b.rep.Loaded, desc) {
+				b.rep.Loaded = append(b.rep.Loaded, desc)
+			}
+		}
+	}
+	return nil
+}
+
+// dataset is one N's rows on the device, with their reference.
+type dataset struct {
+	n, rows int
+	host    []float32
+	want    [][]int32
+	scores  *runtime.Buffer // float32 [rows, n]
+	lengths *runtime.Buffer // int32 [rows], all n
+	prior   *runtime.Buffer // int32 [rows, K], the static prior in every row
+	out     map[string]*runtime.Buffer
+	vals    *runtime.Buffer
+	stats   *runtime.Buffer
+}
+
+func (d *dataset) free() {
+	for _, buf := range []*runtime.Buffer{d.scores, d.lengths, d.prior, d.vals, d.stats} {
+		if buf != nil {
+			buf.Free()
+		}
+	}
+	for _, buf := range d.out {
+		buf.Free()
+	}
+}
+
+// data generates the largest batch's rows of length n and puts them on the
+// device.
+func (b *bencher) data(n int) (*dataset, error) {
+	k := b.o.k
+	rows := slices.Max(b.o.batches)
+	syn := topk.Synthetic{N: n, K: k, Seed: b.o.seed}
+	d := &dataset{n: n, rows: rows, host: syn.Rows(rows), out: make(map[string]*runtime.Buffer)}
+	d.want = make([][]int32, rows)
+	done := make(chan struct{}, rows)
+	for r := range rows {
+		go func() {
+			d.want[r], _ = topk.Reference(d.host[r*n:(r+1)*n], k, false)
+			done <- struct{}{}
+		}()
+	}
+	prior := syn.Prediction()
+	priors := make([]int32, rows*k)
+	lengths := make([]int32, rows)
+	for r := range rows {
+		copy(priors[r*k:(r+1)*k], prior)
+		lengths[r] = int32(n)
+	}
+	for range rows {
+		<-done
+	}
+	var err error
+	allocUp := func(bytes int, up func(*runtime.Buffer) error) *runtime.Buffer {
+		if err != nil {
+			return nil
+		}
+		var buf *runtime.Buffer
+		if buf, err = b.dev.Alloc(bytes); err == nil && up != nil {
+			err = up(buf)
+		}
+		return buf
+	}
+	d.scores = allocUp(4*rows*n, func(buf *runtime.Buffer) error { return runtime.Upload(buf, d.host) })
+	d.lengths = allocUp(4*rows, func(buf *runtime.Buffer) error { return runtime.Upload(buf, lengths) })
+	d.prior = allocUp(4*rows*k, func(buf *runtime.Buffer) error { return runtime.Upload(buf, priors) })
+	for _, name := range b.o.kernels {
+		// The feedback kernel starts from the prior too.
+		d.out[name] = allocUp(4*rows*k, func(buf *runtime.Buffer) error { return runtime.Upload(buf, priors) })
+	}
+	if b.o.values {
+		d.vals = allocUp(4*rows*k, nil)
+	}
+	if b.o.phases {
+		d.stats = allocUp(rows*topk.StatsBytes, nil)
+	}
+	if err != nil {
+		d.free()
+		return nil, fmt.Errorf("N=%d: %w", n, err)
+	}
+	return d, nil
+}
+
+// args are a kernel's launch parameters for dataset d.
+func (b *bencher) args(name string, d *dataset, stats bool) []unsafe.Pointer {
+	var vals, st uint64
+	if d.vals != nil {
+		vals = d.vals.Ptr()
+	}
+	if stats {
+		st = d.stats.Ptr()
+	}
+	k := uint64(b.o.k)
+	base := []uint64{d.scores.Ptr(), uint64(d.n), d.lengths.Ptr()}
+	var v []uint64
+	switch name {
+	case "gvr":
+		v = append(base, d.prior.Ptr(), k, k, d.out[name].Ptr(), vals)
+	case "feedback":
+		v = append(base, d.out[name].Ptr(), k, k, d.out[name].Ptr(), vals)
+	default:
+		v = append(base, d.out[name].Ptr(), vals)
+	}
+	if stats {
+		v = append(v, st)
+	}
+	p := make([]unsafe.Pointer, len(v))
+	for i := range v {
+		p[i] = unsafe.Pointer(&v[i])
+	}
+	return p
+}
+
+// measure times every kernel on the first batch rows of d, cold and warm,
+// checks the outputs, and takes the phase breakdown.
+func (b *bencher) measure(d *dataset, batch int) error {
+	for _, name := range b.o.kernels {
+		args := b.args(name, d, false)
+		for _, cold := range []bool{true, false} {
+			if (cold && !b.o.cold) || (!cold && !b.o.hot) {
+				continue
+			}
+			samples, err := b.time(b.kern[name], batch, args, cold)
+			if err != nil {
+				return fmt.Errorf("%s, batch %d, N %d: %w", name, batch, d.n, err)
+			}
+			mode := "warm"
+			if cold {
+				mode = "cold"
+			}
+			t := Timing{Batch: batch, N: d.n, Mode: mode, Kernel: name, Samples: len(samples)}
+			t.MedianUS, t.P10US, t.P90US, t.MinUS = summarize(samples)
+			b.rep.Timings = append(b.rep.Timings, t)
+		}
+		if err := b.check(name, d, batch); err != nil {
+			return err
+		}
+		if ik := b.kern[name+"/instrumented"]; ik != nil {
+			if err := b.phases(name, ik, d, batch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// time launches k warmup+iters times and returns the timed launches'
+// durations.
+func (b *bencher) time(k *runtime.Kernel, rows int, args []unsafe.Pointer, cold bool) ([]time.Duration, error) {
+	var samples []time.Duration
+	for i := range b.o.warm + b.o.iters {
+		el, err := b.once(k, rows, args, cold, uint32(i))
+		if err != nil {
+			return nil, err
+		}
+		if i >= b.o.warm {
+			samples = append(samples, el)
+		}
+	}
+	return samples, nil
+}
+
+// once launches k between two events, after flushing L2 if cold (by
+// writing fill to the flush buffer), and returns the time between them.
+func (b *bencher) once(k *runtime.Kernel, rows int, args []unsafe.Pointer, cold bool, fill uint32) (time.Duration, error) {
+	if cold {
+		if err := b.flush.Memset32(b.st, fill); err != nil {
+			return 0, err
+		}
+	}
+	err := errors.Join(b.start.Record(b.st), k.Launch(b.st, rows, args), b.end.Record(b.st))
+	if err == nil {
+		err = b.end.Synchronize()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return runtime.Elapsed(b.start, b.end)
+}
+
+// check compares the kernel's last output for the batch with the reference.
+func (b *bencher) check(name string, d *dataset, batch int) error {
+	k := b.o.k
+	idx := make([]int32, batch*k)
+	if err := runtime.Download(idx, d.out[name]); err != nil {
+		return err
+	}
+	for r := range batch {
+		if err := topk.Compare(idx[r*k:(r+1)*k], d.want[r], false); err != nil {
+			b.rep.Mismatches = append(b.rep.Mismatches, fmt.Sprintf("%s, batch %d, N %d, row %d: %v", name, batch, d.n, r, err))
+		}
+	}
+	return nil
+}
+
+// phaseLaunches is how many cold launches of the instrumented kernel the
+// breakdown averages.
+const phaseLaunches = 5
+
+// phases runs the instrumented kernel cold and averages its records.
+func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) error {
+	args := b.args(name, d, true)
+	p := Phases{Batch: batch, N: d.n, Kernel: name}
+	var count float64
+	for i := range phaseLaunches {
+		if _, err := b.once(k, batch, args, true, uint32(i)); err != nil {
+			return fmt.Errorf("%s (instrumented), batch %d, N %d: %w", name, batch, d.n, err)
+		}
+		raw := make([]byte, batch*topk.StatsBytes)
+		if err := runtime.Download(raw, d.stats); err != nil {
+			return err
+		}
+		recs, err := topk.ParseStats(raw)
+		if err != nil {
+			return err
+		}
+		for _, s := range recs {
+			for j, c := range s.PhaseCycles() {
+				p.PhaseCycles[j] += float64(c)
+			}
+			p.Phase2Passes += float64(s.Phase2Passes)
+			p.RadixPasses += float64(s.RadixPasses)
+			p.Candidates += float64(s.Candidates)
+			p.ValidPred += float64(s.ValidPred)
+			if i == 0 && s.Path < 3 {
+				p.Paths[s.Path]++
+			}
+			count++
+		}
+	}
+	mhz := float64(b.dev.Info().ClockKHz) / 1000
+	for j := range p.PhaseCycles {
+		p.PhaseCycles[j] /= count
+		p.PhaseUS[j] = p.PhaseCycles[j] / mhz
+	}
+	p.Phase2Passes /= count
+	p.RadixPasses /= count
+	p.Candidates /= count
+	p.ValidPred /= count
+	b.rep.Phases = append(b.rep.Phases, p)
+	return nil
+}

@@ -1,0 +1,228 @@
+package main
+
+// The benchmark's results and how they are printed: a table on stdout, or
+// JSON. Untagged, so that it is tested without a GPU.
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is everything one run measured, as -json and -o write it.
+type Report struct {
+	Command  string    `json:"command"`
+	Start    time.Time `json:"start"`
+	Device   Device    `json:"device"`
+	K        int       `json:"k"`
+	Iters    int       `json:"iters"`
+	Warmup   int       `json:"warmup"`
+	FlushMB  int       `json:"flush_mb"`
+	Seed     uint64    `json:"seed"`
+	Workload string    `json:"workload"`
+	Kernels  []string  `json:"kernels"`
+	Loaded   []string  `json:"loaded_kernels"` // what the JIT made of each
+	Timings  []Timing  `json:"timings"`
+	Phases   []Phases  `json:"phases,omitempty"`
+	// Mismatches lists outputs that differed from the CPU reference; a
+	// run with any exits with status 1.
+	Mismatches []string `json:"mismatches"`
+}
+
+// Device describes the GPU.
+type Device struct {
+	Name     string `json:"name"`
+	CC       string `json:"compute_capability"`
+	Target   string `json:"target"`
+	SMs      int    `json:"sms"`
+	L2MB     int    `json:"l2_mb"`
+	ClockMHz int    `json:"clock_mhz"`
+	Driver   string `json:"driver"`
+}
+
+// Timing is one kernel's latency on one batch, cold or warm, from CUDA
+// events around each launch.
+type Timing struct {
+	Batch    int     `json:"batch"`
+	N        int     `json:"n"`
+	Mode     string  `json:"mode"` // cold or warm
+	Kernel   string  `json:"kernel"`
+	MedianUS float64 `json:"median_us"`
+	P10US    float64 `json:"p10_us"`
+	P90US    float64 `json:"p90_us"`
+	MinUS    float64 `json:"min_us"`
+	Samples  int     `json:"samples"`
+}
+
+// Phases is the instrumented kernel's breakdown for one batch: the mean
+// over rows (and launches) of each phase's time and of the counters.
+type Phases struct {
+	Batch        int        `json:"batch"`
+	N            int        `json:"n"`
+	Kernel       string     `json:"kernel"`
+	PhaseUS      [4]float64 `json:"phase_us"` // SM cycles at the device clock
+	PhaseCycles  [4]float64 `json:"phase_cycles"`
+	Phase2Passes float64    `json:"phase2_passes"`
+	RadixPasses  float64    `json:"radix_passes"`
+	Candidates   float64    `json:"candidates"`
+	ValidPred    float64    `json:"valid_pred"`
+	Paths        [3]int     `json:"paths"` // rows by path: copy, gvr, exact
+}
+
+// summarize turns samples into a Timing.
+func summarize(samples []time.Duration) (median, p10, p90, lo float64) {
+	if len(samples) == 0 {
+		return 0, 0, 0, 0
+	}
+	us := make([]float64, len(samples))
+	for i, d := range samples {
+		us[i] = float64(d) / float64(time.Microsecond)
+	}
+	slices.Sort(us)
+	q := func(p float64) float64 {
+		// Linear interpolation between closest ranks.
+		x := p * float64(len(us)-1)
+		i := int(x)
+		if i+1 >= len(us) {
+			return us[len(us)-1]
+		}
+		return us[i] + (x-float64(i))*(us[i+1]-us[i])
+	}
+	return q(0.5), q(0.1), q(0.9), us[0]
+}
+
+// parseInts parses a comma-separated list of positive integers.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q: want comma-separated positive integers", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// median of the timing for (batch, n, mode, kernel), or 0.
+func (r *Report) median(batch, n int, mode, kernel string) float64 {
+	for _, t := range r.Timings {
+		if t.Batch == batch && t.N == n && t.Mode == mode && t.Kernel == kernel {
+			return t.MedianUS
+		}
+	}
+	return 0
+}
+
+// WriteTable prints the report as tables: medians per batch and N, cold
+// and warm side by side, with the fallback/GVR speedup; then the phases.
+func (r *Report) WriteTable(w io.Writer) {
+	d := r.Device
+	fmt.Fprintf(w, "gvrbench: %s (compute capability %s, PTX %s, %d SMs, %d MB L2, %d MHz), driver %s\n",
+		d.Name, d.CC, d.Target, d.SMs, d.L2MB, d.ClockMHz, d.Driver)
+	fmt.Fprintf(w, "%s; K = %d; median of %d launches after %d warm-up, CUDA events; cold: L2 flushed by writing %d MB before each launch\n",
+		r.Workload, r.K, r.Iters, r.Warmup, r.FlushMB)
+	fmt.Fprintf(w, "command: %s\n", r.Command)
+	for _, l := range r.Loaded {
+		fmt.Fprintf(w, "kernel %s\n", l)
+	}
+	fmt.Fprintln(w)
+
+	var modes []string
+	for _, m := range []string{"cold", "warm"} {
+		if slices.ContainsFunc(r.Timings, func(t Timing) bool { return t.Mode == m }) {
+			modes = append(modes, m)
+		}
+	}
+	speedup := slices.Contains(r.Kernels, "gvr") && slices.Contains(r.Kernels, "fallback")
+	colW := 9
+	// Header: mode group titles, then kernel names.
+	var h1, h2 strings.Builder
+	fmt.Fprintf(&h1, "%5s %7s", "", "")
+	fmt.Fprintf(&h2, "%5s %7s", "batch", "N")
+	for _, m := range modes {
+		width := colW * len(r.Kernels)
+		if speedup {
+			width += colW
+		}
+		fmt.Fprintf(&h1, " | %-*s", width-1, m+": median us")
+		h2.WriteString(" |")
+		for _, k := range r.Kernels {
+			fmt.Fprintf(&h2, "%*s", colW, k)
+		}
+		if speedup {
+			fmt.Fprintf(&h2, "%*s", colW, "fb/gvr")
+		}
+	}
+	fmt.Fprintln(w, strings.TrimRight(h1.String(), " "))
+	fmt.Fprintln(w, h2.String())
+	for _, b := range r.batches() {
+		for _, n := range r.ns() {
+			if r.median(b, n, modes[0], r.Kernels[0]) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "%5d %7d", b, n)
+			for _, m := range modes {
+				w.Write([]byte(" |"))
+				for _, k := range r.Kernels {
+					fmt.Fprintf(w, "%*.1f", colW, r.median(b, n, m, k))
+				}
+				if speedup {
+					g, f := r.median(b, n, m, "gvr"), r.median(b, n, m, "fallback")
+					if g > 0 {
+						fmt.Fprintf(w, "%*.2fx", colW-1, f/g)
+					}
+				}
+			}
+			fmt.Fprintln(w)
+		}
+	}
+
+	if len(r.Phases) > 0 {
+		fmt.Fprintf(w, "\nphases (instrumented kernels, cold, mean per row; us from SM cycles at %d MHz):\n", d.ClockMHz)
+		fmt.Fprintf(w, "%5s %7s %-9s %8s %8s %8s %8s %7s %7s %7s %7s  %s\n", "batch", "N", "kernel",
+			"phase1", "phase2", "phase3", "phase4", "passes", "radix", "cands", "valid", "rows copy/gvr/exact")
+		phases := slices.Clone(r.Phases)
+		slices.SortStableFunc(phases, func(a, b Phases) int {
+			if a.Batch != b.Batch {
+				return a.Batch - b.Batch
+			}
+			return a.N - b.N
+		})
+		for _, p := range phases {
+			fmt.Fprintf(w, "%5d %7d %-9s %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.0f %7.0f  %d/%d/%d\n",
+				p.Batch, p.N, p.Kernel, p.PhaseUS[0], p.PhaseUS[1], p.PhaseUS[2], p.PhaseUS[3],
+				p.Phase2Passes, p.RadixPasses, p.Candidates, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2])
+		}
+	}
+	fmt.Fprintln(w)
+	if len(r.Mismatches) == 0 {
+		fmt.Fprintln(w, "every output checked against the CPU reference: exact")
+	} else {
+		fmt.Fprintf(w, "%d outputs DIFFER from the CPU reference:\n", len(r.Mismatches))
+		for _, m := range r.Mismatches {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+	}
+}
+
+func (r *Report) batches() []int {
+	var b []int
+	for _, t := range r.Timings {
+		b = append(b, t.Batch)
+	}
+	slices.Sort(b)
+	return slices.Compact(b)
+}
+
+func (r *Report) ns() []int {
+	var n []int
+	for _, t := range r.Timings {
+		n = append(n, t.N)
+	}
+	slices.Sort(n)
+	return slices.Compact(n)
+}

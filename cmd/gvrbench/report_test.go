@@ -1,0 +1,61 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSummarize(t *testing.T) {
+	var s []time.Duration
+	for i := 10; i >= 1; i-- {
+		s = append(s, time.Duration(i)*time.Microsecond)
+	}
+	med, p10, p90, lo := summarize(s)
+	if med != 5.5 || lo != 1 || p10 != 1.9 || p90 < 9.09 || p90 > 9.11 {
+		t.Errorf("summarize = %v %v %v %v", med, p10, p90, lo)
+	}
+	if med, _, _, _ := summarize(nil); med != 0 {
+		t.Errorf("summarize(nil) = %v", med)
+	}
+}
+
+func TestParseInts(t *testing.T) {
+	if v, err := parseInts("1, 8,64"); err != nil || len(v) != 3 || v[2] != 64 {
+		t.Errorf("parseInts = %v, %v", v, err)
+	}
+	for _, bad := range []string{"", "1,,2", "0", "x", "-3"} {
+		if _, err := parseInts(bad); err == nil {
+			t.Errorf("parseInts(%q): no error", bad)
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	r := &Report{Command: "gvrbench -batch 1", K: 2048, Iters: 50, Warmup: 5, FlushMB: 256,
+		Device:  Device{Name: "GPU", CC: "9.0", Target: "sm_90", SMs: 132, L2MB: 50, ClockMHz: 1980, Driver: "13.0"},
+		Kernels: []string{"gvr", "fallback"}, Workload: "synthetic",
+		Timings: []Timing{
+			{Batch: 1, N: 65536, Mode: "cold", Kernel: "gvr", MedianUS: 20},
+			{Batch: 1, N: 65536, Mode: "cold", Kernel: "fallback", MedianUS: 30},
+			{Batch: 1, N: 65536, Mode: "warm", Kernel: "gvr", MedianUS: 10},
+			{Batch: 1, N: 65536, Mode: "warm", Kernel: "fallback", MedianUS: 25},
+		},
+		Phases: []Phases{{Batch: 1, N: 65536, Kernel: "gvr", PhaseUS: [4]float64{1, 2, 3, 4}, Paths: [3]int{0, 1, 0}}},
+	}
+	var b strings.Builder
+	r.WriteTable(&b)
+	out := b.String()
+	for _, want := range []string{"GPU (compute capability 9.0", "cold: median us", "warm: median us",
+		"    1   65536 |     20.0     30.0    1.50x |     10.0     25.0    2.50x", "phase1", "0/1/0", "exact"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	r.Mismatches = []string{"gvr, batch 1, N 65536, row 0: wrong"}
+	b.Reset()
+	r.WriteTable(&b)
+	if !strings.Contains(b.String(), "1 outputs DIFFER") {
+		t.Errorf("mismatches not reported:\n%s", b.String())
+	}
+}

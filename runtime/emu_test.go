@@ -1,0 +1,238 @@
+//go:build cuda
+
+package runtime_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx/emu"
+	rt "github.com/gvr-go/gvr/runtime"
+	"github.com/gvr-go/gvr/topk"
+)
+
+// The interpreter and the GPU run the same PTX text on the same inputs and
+// must agree: bit for bit where a kernel's output is fully determined by
+// its input, as sets (and both equal to the CPU reference) for the Top-K
+// kernels, whose output order follows the Phase 2 threshold, which an
+// approximate instruction (lg2.approx) may place differently on the GPU.
+
+// args are a launch's parameters: buffers with their contents, or integers.
+type arg struct {
+	u32s []uint32 // a buffer (nil: an integer)
+	v    uint64   // the integer
+}
+
+// runBoth launches kernel k on the device and in the interpreter with the
+// same arguments and returns, for each buffer argument, its contents after
+// each run.
+func runBoth(t *testing.T, d *rt.Device, gk *gen.Kernel, grid int, args []arg) (gpu, cpu [][]uint32) {
+	t.Helper()
+	k, err := d.Kernel(gk.Name, gk.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := emu.LoadModule(gk.Module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := emu.NewMemory()
+	vals := make([]uint64, len(args))
+	ptrs := make([]unsafe.Pointer, len(args))
+	var bufs []*rt.Buffer
+	var emuAddr []uint64
+	for i, a := range args {
+		if a.u32s == nil {
+			vals[i] = a.v
+			emuAddr = append(emuAddr, 0)
+			bufs = append(bufs, nil)
+			continue
+		}
+		b, err := d.Alloc(4 * max(1, len(a.u32s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Free()
+		if err := rt.Upload(b, a.u32s); err != nil {
+			t.Fatal(err)
+		}
+		vals[i] = b.Ptr()
+		bufs = append(bufs, b)
+		emuAddr = append(emuAddr, mem.AllocU32s(a.u32s))
+	}
+	for i := range vals {
+		ptrs[i] = unsafe.Pointer(&vals[i])
+	}
+	if err := k.Launch(nil, grid, ptrs); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	params := slices.Clone(vals)
+	for i, a := range emuAddr {
+		if a != 0 {
+			params[i] = a
+		}
+	}
+	if _, err := prog.Run(gk.Name, mem, emu.Launch{Grid: [3]int{grid}, Block: [3]int{gk.Block},
+		DynamicShared: gk.SharedBytes, Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		if a.u32s == nil {
+			gpu, cpu = append(gpu, nil), append(cpu, nil)
+			continue
+		}
+		g := make([]uint32, len(a.u32s))
+		if err := rt.Download(g, bufs[i]); err != nil {
+			t.Fatal(err)
+		}
+		c, err := mem.ReadU32s(emuAddr[i], len(a.u32s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gpu, cpu = append(gpu, g), append(cpu, c)
+	}
+	return gpu, cpu
+}
+
+func genKernel(t *testing.T, d *rt.Device, name string, cfg gen.Config) *gen.Kernel {
+	t.Helper()
+	cfg.Target = d.Info().Target
+	k, err := gen.Generate(name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func randU32s(r *rand.Rand, n int, below uint32) []uint32 {
+	v := make([]uint32, n)
+	for i := range v {
+		v[i] = r.Uint32N(below)
+	}
+	return v
+}
+
+// scoresRow is a row with NaN, Inf, ties and signed zeros mixed in.
+func scoresRow(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch u := r.Float64(); {
+		case u < 0.01:
+			x[i] = float32(math.NaN())
+		case u < 0.02:
+			x[i] = math.Float32frombits(0xFFC00001)
+		case u < 0.03:
+			x[i] = float32(math.Inf(1 - 2*r.IntN(2)))
+		case u < 0.05:
+			x[i] = float32(math.Copysign(0, float64(1-2*r.IntN(2))))
+		case u < 0.3:
+			x[i] = float32(r.IntN(8)) // ties
+		default:
+			x[i] = float32(r.NormFloat64())
+		}
+	}
+	return x
+}
+
+func bitsOf(x []float32) []uint32 {
+	b := make([]uint32, len(x))
+	for i, v := range x {
+		b[i] = math.Float32bits(v)
+	}
+	return b
+}
+
+func TestInterpreterMatchesGPU(t *testing.T) {
+	n, err := rt.DeviceCount()
+	if err != nil || n == 0 {
+		t.Skipf("no GPU (%d devices, %v)", n, err)
+	}
+	d, err := rt.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 13))
+	cfg := gen.Config{K: 256, MaxCandidates: 1024, BlockSize: 256, Bins: 256}
+
+	t.Run("count_ge", func(t *testing.T) {
+		gk := genKernel(t, d, "count_ge", cfg)
+		const rows, stride = 24, 5003 // odd: unaligned rows
+		x := scoresRow(r, rows*stride)
+		lens := randU32s(r, rows, stride+1)
+		thr := make([]float32, rows)
+		for i := range thr {
+			thr[i] = float32(r.NormFloat64())
+		}
+		thr[0] = float32(math.Inf(-1))
+		thr[1] = float32(math.Copysign(0, -1))
+		gpu, cpu := runBoth(t, d, gk, rows, []arg{{u32s: bitsOf(x)}, {v: stride}, {u32s: lens}, {u32s: bitsOf(thr)}, {u32s: make([]uint32, rows)}})
+		if !slices.Equal(gpu[4], cpu[4]) {
+			t.Errorf("counts differ:\n gpu %v\n cpu %v", gpu[4], cpu[4])
+		}
+	})
+	t.Run("warp_reduce", func(t *testing.T) {
+		gk := genKernel(t, d, "warp_reduce", cfg)
+		const grid = 8
+		in := randU32s(r, grid*cfg.BlockSize, 1<<31)
+		gpu, cpu := runBoth(t, d, gk, grid, []arg{{u32s: in}, {u32s: make([]uint32, 3*grid*cfg.BlockSize/32)}})
+		if !slices.Equal(gpu[1], cpu[1]) {
+			t.Errorf("warp results differ")
+		}
+	})
+	t.Run("block_scan", func(t *testing.T) {
+		gk := genKernel(t, d, "block_scan", cfg)
+		const grid = 8
+		in := randU32s(r, grid*cfg.BlockSize, 1<<20)
+		gpu, cpu := runBoth(t, d, gk, grid, []arg{{u32s: in}, {u32s: make([]uint32, grid*cfg.BlockSize)}, {u32s: make([]uint32, grid)}})
+		if !slices.Equal(gpu[1], cpu[1]) || !slices.Equal(gpu[2], cpu[2]) {
+			t.Errorf("scans differ")
+		}
+	})
+	for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
+		t.Run(name, func(t *testing.T) {
+			gk := genKernel(t, d, name, cfg)
+			K := cfg.K
+			const rows, stride = 12, 9001
+			x := make([]float32, rows*stride)
+			lens := make([]uint32, rows)
+			for row := range rows {
+				n := []int{stride, 5000, 3000, K + 1, K, 7, 0, stride, stride - 1, 1200, 4097, stride}[row]
+				copy(x[row*stride:], scoresRow(r, n))
+				lens[row] = uint32(n)
+			}
+			args := []arg{{u32s: bitsOf(x)}, {v: stride}, {u32s: lens}}
+			if name == "gvr_topk" {
+				pred := randU32s(r, rows*K, stride) // a random prediction
+				args = append(args, arg{u32s: pred}, arg{v: uint64(K)}, arg{v: uint64(K)})
+			}
+			args = append(args, arg{u32s: make([]uint32, rows*K)}, arg{u32s: make([]uint32, rows*K)})
+			gpu, cpu := runBoth(t, d, gk, rows, args)
+			io, vo := len(args)-2, len(args)-1
+			for row := range rows {
+				n := int(lens[row])
+				rx := x[row*stride : row*stride+n]
+				for _, out := range []struct {
+					who string
+					b   [][]uint32
+				}{{"gpu", gpu}, {"interpreter", cpu}} {
+					idx := make([]int32, K)
+					vals := make([]float32, K)
+					for j := range K {
+						idx[j] = int32(out.b[io][row*K+j])
+						vals[j] = math.Float32frombits(out.b[vo][row*K+j])
+					}
+					if err := topk.Check(rx, K, false, idx, vals); err != nil {
+						t.Errorf("%s row %d (n=%d): %v", out.who, row, n, err)
+					}
+				}
+			}
+		})
+	}
+}

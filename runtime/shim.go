@@ -1,0 +1,142 @@
+//go:build cuda
+
+package runtime
+
+// The driver calls gorgonia.org/cu v0.9.6 lacks: the dynamic shared memory
+// opt-in, stream capture and graph instantiate/launch, and the driver's
+// names for error codes. Written against the CUDA 11.8 cuda.h, whose
+// symbols (cuStreamBeginCapture_v2, cuGraphInstantiateWithFlags) CUDA 12
+// and 13 drivers still export.
+
+/*
+#cgo LDFLAGS: -lcuda
+#include <cuda.h>
+
+static CUresult gvrSetMaxDynamicShared(CUfunction f, int bytes) {
+	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
+// Thread-local mode: on this thread, calls that are unsafe during capture
+// fail instead of silently running; other threads are not disturbed.
+static CUresult gvrBeginCapture(CUstream s) {
+	return cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+}
+
+// The current context of this thread, returned by value (a pointer from the
+// Go side would move its variable to the heap).
+static CUcontext gvrCurrentContext(void) {
+	CUcontext c = NULL;
+	return cuCtxGetCurrent(&c) == CUDA_SUCCESS ? c : NULL;
+}
+
+// The capture status, or -1 with *err set: one int back, so that the Go side
+// passes no pointer (which would move its variable to the heap).
+static int gvrCaptureStatus(CUstream s) {
+	CUstreamCaptureStatus st;
+	CUresult r = cuStreamIsCapturing(s, &st);
+	return r == CUDA_SUCCESS ? (int)st : -(int)r;
+}
+
+// cuGraphInstantiateWithFlags has the same signature in CUDA 11.4 to 13,
+// unlike cuGraphInstantiate.
+static CUresult gvrInstantiate(CUgraphExec *exec, CUgraph g) {
+	return cuGraphInstantiateWithFlags(exec, g, 0);
+}
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+type (
+	graphHandle     = C.CUgraph
+	graphExecHandle = C.CUgraphExec
+)
+
+// gorgonia.org/cu keeps the driver handles of Function and CUContext
+// unexported: each is a struct of one handle, which cfunction and ccontext
+// read (pinned to v0.9.6; the array lengths below fail to compile if the
+// structs change size). Stream.C gives the CUstream.
+var (
+	_ [unsafe.Sizeof(cu.Function{})]struct{}  = [unsafe.Sizeof(C.CUfunction(nil))]struct{}{}
+	_ [unsafe.Sizeof(cu.CUContext{})]struct{} = [unsafe.Sizeof(C.CUcontext(nil))]struct{}{}
+)
+
+func cfunction(fn cu.Function) C.CUfunction { return *(*C.CUfunction)(unsafe.Pointer(&fn)) }
+
+func ccontext(c cu.CUContext) C.CUcontext { return *(*C.CUcontext)(unsafe.Pointer(&c)) }
+
+// isCurrent reports whether c is the calling thread's current context.
+func isCurrent(c cu.CUContext) bool { return C.gvrCurrentContext() == ccontext(c) }
+
+func cstream(s cu.Stream) C.CUstream { return C.CUstream(unsafe.Pointer(s.C())) }
+
+// check turns a CUresult into a *DriverError for call op.
+func check(op string, r C.CUresult) error {
+	if r == C.CUDA_SUCCESS {
+		return nil
+	}
+	name, msg := errorStrings(int(r))
+	return &DriverError{Op: op, Code: int(r), Name: name, Msg: msg}
+}
+
+// errorStrings is the driver's name and description of a CUresult.
+func errorStrings(code int) (name, msg string) {
+	var s *C.char
+	name = "CUDA_ERROR_UNKNOWN_CODE"
+	if C.cuGetErrorName(C.CUresult(code), &s) == C.CUDA_SUCCESS && s != nil {
+		name = C.GoString(s)
+	}
+	if C.cuGetErrorString(C.CUresult(code), &s) == C.CUDA_SUCCESS && s != nil {
+		msg = C.GoString(s)
+	}
+	return name, msg
+}
+
+func setMaxDynamicShared(fn cu.Function, bytes int) error {
+	return check("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", C.gvrSetMaxDynamicShared(cfunction(fn), C.int(bytes)))
+}
+
+func beginCapture(s cu.Stream) error {
+	return check("cuStreamBeginCapture", C.gvrBeginCapture(cstream(s)))
+}
+
+// endCapture ends the capture; the graph may be non-nil with an error (an
+// invalidated capture), and then must be destroyed.
+func endCapture(s cu.Stream) (graphHandle, error) {
+	var g C.CUgraph
+	err := check("cuStreamEndCapture", C.cuStreamEndCapture(cstream(s), &g))
+	return g, err
+}
+
+// capturing reports whether s is capturing a graph.
+func capturing(s cu.Stream) (bool, error) {
+	st := C.gvrCaptureStatus(cstream(s))
+	if st < 0 {
+		return false, check("cuStreamIsCapturing", C.CUresult(-st))
+	}
+	return st != C.CU_STREAM_CAPTURE_STATUS_NONE, nil
+}
+
+func instantiate(g graphHandle) (graphExecHandle, error) {
+	var e C.CUgraphExec
+	if err := check("cuGraphInstantiateWithFlags", C.gvrInstantiate(&e, g)); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func launchGraph(e graphExecHandle, s cu.Stream) error {
+	return check("cuGraphLaunch", C.cuGraphLaunch(e, cstream(s)))
+}
+
+func destroyGraphExec(e graphExecHandle) error {
+	return check("cuGraphExecDestroy", C.cuGraphExecDestroy(e))
+}
+
+func destroyGraph(g graphHandle) error {
+	return check("cuGraphDestroy", C.cuGraphDestroy(g))
+}

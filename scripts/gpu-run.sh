@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Runs gvr's GPU checks on a GPU machine, from the repo root, with what
+# `make gpu-test` built into gpubin/ (no Go toolchain needed there):
+#   runtime  gpubin/runtime.test -test.v   (device, buffers, JIT logs, launches, graphs)
+#   topk     gpubin/topk.test -test.v      (adversarial exactness, determinism, decode loop, graphs,
+#            errors), in groups of tests, one process each (see TOPK_GROUPS)
+#   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx; all must assemble, sm_100 included
+#   bench    gpubin/gvrbench               (the benchmark table)
+# Each step's full output goes to $OUT (or gpubin/out when OUT is unset);
+# stdout gets a short summary per step, failures in full. Every step runs
+# even if an earlier one fails; the exit status is 1 if any failed.
+#
+# Environment:
+#   STEPS       steps to run, in order (default: "runtime topk ptxas bench")
+#   GVR_SUITE   full (default) or quick: the size of the adversarial suite
+#   BENCHFLAGS  flags for gvrbench (default: its full table); e.g. "-batch 1,8 -iters 50"
+#   TESTFLAGS   extra flags for both test binaries, e.g. "-test.run Decode"
+#   PTXAS       the ptxas to use (default: ptxas on PATH, else /usr/local/cuda/bin/ptxas)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+STEPS=${STEPS:-runtime topk ptxas bench}
+GVR_SUITE=${GVR_SUITE:-full}
+BENCHFLAGS=${BENCHFLAGS:-}
+TESTFLAGS=${TESTFLAGS:-}
+OUT=${OUT:-gpubin/out}
+mkdir -p "$OUT"
+export GVR_REQUIRE_GPU=1 # a test binary that finds no GPU fails instead of skipping
+
+failed=()
+note() { echo "gpu-run: $*"; }
+fail() { failed+=("$1"); note "$1 FAILED${2:+: $2}"; }
+secs() { echo $(( $(date +%s) - $1 ))s; }
+
+[ -x gpubin/runtime.test ] && [ -x gpubin/topk.test ] && [ -x gpubin/gvrbench ] \
+  || { note "gpubin/ lacks the binaries: run 'make gpu-test' on the build machine and carry gpubin/"; exit 1; }
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(uname -srm)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 || echo "nvidia-smi failed"
+} >"$OUT/summary.txt"
+note "$(tail -n +3 "$OUT/summary.txt" | head -n 3 | tr '\n' ' ')"
+
+# run_test NAME ARGS...: runs gpubin/NAME.test with ARGS, appends to
+# $OUT/NAME.log, prints failed and skipped tests and the tests' own summary
+# lines; returns the test binary's status (a skip counts as a failure).
+run_test() {
+  local name=$1; shift
+  local log=$OUT/$name.log tmp; tmp=$(mktemp)
+  # shellcheck disable=SC2086 # TESTFLAGS is a list of flags
+  gpubin/"$name".test -test.v -test.timeout 3m "$@" $TESTFLAGS >"$tmp" 2>&1
+  local rc=$?
+  { echo "=== gpubin/$name.test $* $TESTFLAGS (exit $rc)"; cat "$tmp"; } >>"$log"
+  grep -E '^ *--- (FAIL|SKIP)|^(FAIL|panic)|(suite|bit-identical|steps:|replays| regs,|sm_[0-9]+:|device [0-9]:)' "$tmp" \
+    | cut -c1-200 | head -n 40
+  if [ $rc -ne 0 ]; then
+    echo "--- $name $*: failures (first 80 lines; the last test started: $(grep '^=== RUN' "$tmp" | tail -n 1 | cut -c9-))"
+    { grep -B2 -A14 -E -- '--- FAIL|^panic:|^fatal error|^SIGSEGV|^SIGBUS|^unexpected fault' "$tmp" || tail -n 30 "$tmp"; } | head -n 80
+  elif grep -q -- '--- SKIP' "$tmp"; then
+    rc=1
+  fi
+  echo "$name $*: $(grep -cE '^ *--- PASS' "$tmp") passed, $(grep -cE '^ *--- FAIL' "$tmp") failed, $(grep -cE '^ *--- SKIP' "$tmp") skipped"
+  rm -f "$tmp"
+  return $rc
+}
+
+# The topk tests run in groups, one process each, so that a kernel fault
+# (which poisons the CUDA context for the rest of the process) in one group
+# does not hide the others' results.
+TOPK_GROUPS=(Adversarial Determinism 'DecodeLoop|GraphReplay|SelectHost|SelectorErrors|SelectNoAllocs|ConcurrentSelectors')
+
+step_test() {
+  local name=$1 t0 ok=1; t0=$(date +%s)
+  : >"$OUT/$name.log"
+  if [ "$name" = topk ] && [ -z "$TESTFLAGS" ]; then
+    local all; all=$(IFS='|'; echo "${TOPK_GROUPS[*]}")
+    for g in "${TOPK_GROUPS[@]}"; do
+      run_test topk "-gvr.suite=$GVR_SUITE" -test.run "^Test($g)\$" || ok=0
+    done
+    run_test topk -test.skip "^Test($all)\$" || ok=0 # the CPU tests
+  elif [ "$name" = topk ]; then
+    run_test topk "-gvr.suite=$GVR_SUITE" || ok=0
+  else
+    run_test "$name" || ok=0
+  fi
+  if [ $ok = 1 ]; then note "$name: PASS ($(secs "$t0"))"; else fail "$name" "log in $OUT/$name.log"; fi
+}
+
+for step in $STEPS; do
+  case $step in
+  runtime) step_test runtime ;;
+  topk) step_test topk ;;
+  ptxas)
+    PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
+    if [ ! -x "$PTXAS" ]; then
+      fail ptxas "no ptxas found (set PTXAS)"
+      continue
+    fi
+    log=$OUT/ptxas.log
+    "$PTXAS" --version | tail -n 2 >"$log"
+    nok=0 nbad=0 n100=0
+    for f in gpubin/*.ptx; do
+      [[ $f =~ _(sm_[0-9]+[a-z]?)\.ptx$ ]] || continue
+      arch=${BASH_REMATCH[1]}
+      if out=$("$PTXAS" -arch="$arch" -v -o /dev/null "$f" 2>&1); then
+        nok=$((nok + 1))
+        [ "$arch" != sm_100 ] || n100=$((n100 + 1))
+        echo "ok   $f: $(grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' <<<"$out" | tr '\n' ' ')" >>"$log"
+      else
+        nbad=$((nbad + 1))
+        { echo "FAIL $f ($arch):"; echo "$out"; } >>"$log"
+      fi
+    done
+    if [ "$nbad" -gt 0 ] || [ "$n100" -lt 6 ]; then
+      grep -A8 '^FAIL' "$log" | head -n 40
+      fail ptxas "$nbad files failed, $n100 of 6 sm_100 files assembled (log in $log)"
+    else
+      note "ptxas: $nok files assembled, all 6 sm_100 ones included, by $(head -n 1 "$log")"
+      grep '_sm_100.ptx' "$log" | grep -v instrumented
+    fi
+    ;;
+  bench)
+    t0=$(date +%s)
+    # shellcheck disable=SC2086 # BENCHFLAGS is a list of flags
+    if timeout 5m gpubin/gvrbench $BENCHFLAGS -o "$OUT/bench.json" >"$OUT/bench.txt" 2>"$OUT/bench-progress.log"; then
+      cat "$OUT/bench.txt"
+      note "bench: done ($(secs "$t0")), JSON in $OUT/bench.json"
+    else
+      cat "$OUT/bench.txt"
+      tail -n 20 "$OUT/bench-progress.log"
+      fail bench "log in $OUT/bench-progress.log"
+    fi
+    ;;
+  *) fail "$step" "unknown step (runtime, topk, ptxas, bench)" ;;
+  esac
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  note "FAILED: ${failed[*]}"
+  exit 1
+fi
+note "all steps passed: $STEPS"

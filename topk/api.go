@@ -1,0 +1,223 @@
+package topk
+
+// The GPU selector's types, shared by the builds with and without the cuda
+// tag: its configuration, a batch of rows, a result, and the per-row
+// instrumentation record.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
+	"github.com/gvr-go/gvr/runtime"
+)
+
+// ErrClosed is returned by a Selector's methods after Close.
+var ErrClosed = errors.New("topk: selector is closed")
+
+// Config configures a Selector. Zero fields take the defaults noted.
+type Config struct {
+	K       int // elements selected per row; 0 means 2048
+	MaxRows int // the most rows one Select takes (required)
+	Layers  int // independent feedback buffers, one per attention layer; 0 means 1
+	// Values makes Select write the selected values beside the indices.
+	Values bool
+	// Instrument uses the instrumented kernels and keeps a Stats record
+	// per row (costs a little time).
+	Instrument bool
+
+	// Kernel tuning (gen.Config); 0 means the default: MaxCandidates
+	// max(3K, 1024), BlockSize 512, Bins 2048, the generator's Unroll.
+	MaxCandidates, BlockSize, Bins, Unroll int
+
+	// Device is the GPU to use; nil means device 0.
+	Device *runtime.Device
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.K == 0 {
+		c.K = 2048
+	}
+	if c.Layers == 0 {
+		c.Layers = 1
+	}
+	if c.MaxCandidates == 0 {
+		c.MaxCandidates = max(3*c.K, 1024)
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = 512
+	}
+	if c.Bins == 0 {
+		c.Bins = 2048
+	}
+	return c
+}
+
+// kernelConfig is the generator configuration of c (with defaults) for
+// target t.
+func (c Config) kernelConfig(t ptx.Target) gen.Config {
+	return gen.Config{K: c.K, MaxCandidates: c.MaxCandidates, BlockSize: c.BlockSize, Bins: c.Bins,
+		Target: t, Unroll: c.Unroll, Instrument: c.Instrument}
+}
+
+// validate checks c (with defaults) and its kernel configuration for t.
+func (c Config) validate(t ptx.Target) error {
+	var errs []error
+	if c.K < 1 {
+		errs = append(errs, fmt.Errorf("K = %d: must be at least 1", c.K))
+	}
+	if c.MaxRows < 1 || c.MaxRows > 1<<31-1 {
+		errs = append(errs, fmt.Errorf("MaxRows = %d: must be 1 to 2^31-1", c.MaxRows))
+	}
+	if c.Layers < 1 {
+		errs = append(errs, fmt.Errorf("Layers = %d: must be at least 1", c.Layers))
+	}
+	if c.K >= 1 && c.MaxRows >= 1 && int64(c.K)*int64(c.MaxRows) > 1<<31-1 {
+		errs = append(errs, fmt.Errorf("K*MaxRows = %d: the output would not be int32-addressable", int64(c.K)*int64(c.MaxRows)))
+	}
+	if len(errs) == 0 {
+		if err := c.kernelConfig(t).Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("topk: bad selector config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Batch is one Select call's rows. Row r's scores are the float32 at byte
+// offset 4*r*Stride of Scores; its length comes from Lengths (checked on the
+// host, then copied to the device) or DeviceLengths (already on the device:
+// not checked, the kernel clamps each to [0, Stride]). Set exactly one.
+type Batch struct {
+	Scores        *runtime.Buffer // float32 [Rows, Stride]; may be a View at any 4-byte offset
+	Stride        int             // elements from one row's start to the next; at least K
+	Rows          int             // 0 to MaxRows
+	Lengths       []int32         // host: Rows lengths, each in [0, Stride]
+	DeviceLengths *runtime.Buffer // device: int32 [Rows]
+}
+
+// Result is where a Select left its output, on the device. It is valid once
+// the stream the Select ran on reaches it, until the layer's next Select.
+type Result struct {
+	Layer, Rows, K int
+	// Indices is the layer's feedback buffer, int32 [MaxRows, K]: row r's
+	// min(K, n) selected indices (a set, in no order) are in its first K
+	// slots, then -1 for the slots past n. The next Select of the layer
+	// reads it as its prediction, so leave it as it is.
+	Indices *runtime.Buffer
+	Values  *runtime.Buffer // float32 [MaxRows, K], the selected values (-Inf past n); nil unless Config.Values
+	Stats   *runtime.Buffer // StatsBytes per row; nil unless Config.Instrument
+	// Predicted says the kernel had the layer's previous indices as its
+	// prediction; false on a layer's first step, which runs the fallback
+	// kernel.
+	Predicted bool
+}
+
+// ReadIndices copies the Rows*K indices to the host, after the work queued
+// on the default stream and every stream made by runtime.NewStream.
+func (r Result) ReadIndices() ([]int32, error) {
+	idx := make([]int32, r.Rows*r.K)
+	if err := runtime.Download(idx, r.Indices); err != nil {
+		return nil, fmt.Errorf("topk: reading the indices: %w", err)
+	}
+	return idx, nil
+}
+
+// ReadValues copies the Rows*K values to the host, like ReadIndices.
+func (r Result) ReadValues() ([]float32, error) {
+	if r.Values == nil {
+		return nil, errors.New("topk: no values: the selector was made without Config.Values")
+	}
+	vals := make([]float32, r.Rows*r.K)
+	if err := runtime.Download(vals, r.Values); err != nil {
+		return nil, fmt.Errorf("topk: reading the values: %w", err)
+	}
+	return vals, nil
+}
+
+// ReadStats copies the Rows instrumentation records to the host, like
+// ReadIndices.
+func (r Result) ReadStats() ([]Stats, error) {
+	if r.Stats == nil {
+		return nil, errors.New("topk: no stats: the selector was made without Config.Instrument")
+	}
+	raw := make([]byte, r.Rows*StatsBytes)
+	if err := runtime.Download(raw, r.Stats); err != nil {
+		return nil, fmt.Errorf("topk: reading the stats: %w", err)
+	}
+	return ParseStats(raw)
+}
+
+// StatsBytes is the size of one row's instrumentation record (gen/gvr.go).
+const StatsBytes = 64
+
+// Path is how a kernel selected a row.
+type Path uint32
+
+// The paths of the instrumentation record.
+const (
+	PathCopy  Path = 0 // n <= K: every element
+	PathGVR   Path = 1 // threshold bracketed, candidates refined in shared memory
+	PathExact Path = 2 // radix select over the row
+)
+
+func (p Path) String() string {
+	switch p {
+	case PathCopy:
+		return "copy"
+	case PathGVR:
+		return "gvr"
+	case PathExact:
+		return "exact"
+	}
+	return fmt.Sprintf("path(%d)", uint32(p))
+}
+
+// Stats is one row's instrumentation record: %clock64 (SM cycles) at the
+// start and at the end of each of the four phases, and counters.
+type Stats struct {
+	Stamps       [5]uint64
+	Phase2Passes uint32 // counting passes of the threshold search
+	RadixPasses  uint32 // radix select passes (Phase 4 or the exact path)
+	Candidates   uint32 // candidates collected in Phase 3
+	Path         Path
+	ValidPred    uint32 // predicted indices that were in range and finite
+}
+
+// PhaseCycles is the SM cycles each phase took; a phase the row skipped
+// took none.
+func (s Stats) PhaseCycles() [4]uint64 {
+	var c [4]uint64
+	for i := range c {
+		c[i] = s.Stamps[i+1] - s.Stamps[i]
+	}
+	return c
+}
+
+// ParseStats decodes instrumentation records (little-endian, StatsBytes
+// each; the layout is gen/gvr.go's).
+func ParseStats(raw []byte) ([]Stats, error) {
+	if len(raw)%StatsBytes != 0 {
+		return nil, fmt.Errorf("topk: %d bytes of stats: not a whole number of %d-byte records", len(raw), StatsBytes)
+	}
+	out := make([]Stats, len(raw)/StatsBytes)
+	le := binary.LittleEndian
+	for i := range out {
+		r := raw[i*StatsBytes : (i+1)*StatsBytes]
+		s := &out[i]
+		for j := range s.Stamps {
+			s.Stamps[j] = le.Uint64(r[8*j:])
+		}
+		s.Phase2Passes = le.Uint32(r[40:])
+		s.RadixPasses = le.Uint32(r[44:])
+		s.Candidates = le.Uint32(r[48:])
+		s.Path = Path(le.Uint32(r[52:]))
+		s.ValidPred = le.Uint32(r[56:])
+	}
+	return out, nil
+}

@@ -1,0 +1,73 @@
+package topk
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/gvr-go/gvr/ptx"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{MaxRows: 4}.withDefaults()
+	if c.K != 2048 || c.Layers != 1 || c.MaxCandidates != 6144 || c.BlockSize != 512 || c.Bins != 2048 {
+		t.Errorf("defaults: %+v", c)
+	}
+	if err := c.validate(ptx.SM90); err != nil {
+		t.Errorf("default config: %v", err)
+	}
+	if c := (Config{K: 16, MaxRows: 1}).withDefaults(); c.MaxCandidates != 1024 {
+		t.Errorf("K=16: MaxCandidates = %d, want 1024", c.MaxCandidates)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "MaxRows = 0"},
+		{Config{MaxRows: 1, K: -1}, "K = -1"},
+		{Config{MaxRows: 1, Layers: -2}, "Layers = -2"},
+		{Config{MaxRows: 1 << 30}, "int32-addressable"},
+		{Config{MaxRows: 1, BlockSize: 100}, "BlockSize = 100"},
+		{Config{MaxRows: 1, K: 4096, MaxCandidates: 100}, "MaxCandidates = 100"},
+	} {
+		err := tc.cfg.withDefaults().validate(ptx.SM90)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one mentioning %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestParseStats(t *testing.T) {
+	raw := make([]byte, 2*StatsBytes)
+	le := binary.LittleEndian
+	for j := range 5 {
+		le.PutUint64(raw[StatsBytes+8*j:], uint64(100*(j+1)*(j+1)))
+	}
+	for off, v := range map[int]uint32{40: 3, 44: 4, 48: 5000, 52: 1, 56: 2048} {
+		le.PutUint32(raw[StatsBytes+off:], v)
+	}
+	st, err := ParseStats(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st[1]
+	want := Stats{Stamps: [5]uint64{100, 400, 900, 1600, 2500}, Phase2Passes: 3, RadixPasses: 4, Candidates: 5000, Path: PathGVR, ValidPred: 2048}
+	if s != want {
+		t.Errorf("got %+v, want %+v", s, want)
+	}
+	if c := s.PhaseCycles(); c != [4]uint64{300, 500, 700, 900} {
+		t.Errorf("PhaseCycles = %v", c)
+	}
+	if st[0] != (Stats{}) {
+		t.Errorf("zero record parsed as %+v", st[0])
+	}
+	if _, err := ParseStats(raw[:70]); err == nil {
+		t.Error("ParseStats of 70 bytes: no error")
+	}
+	if PathExact.String() != "exact" || Path(9).String() != "path(9)" {
+		t.Error("Path.String")
+	}
+}

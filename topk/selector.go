@@ -1,0 +1,350 @@
+//go:build cuda
+
+package topk
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/gvr-go/gvr/runtime"
+)
+
+// Selector selects the Top-K of batches of rows on a GPU, step after step,
+// with one feedback buffer per layer: the indices a layer's step t selects
+// stay on the device and are the prediction of its step t+1 (GVR). A
+// layer's first step, and the first after Reset, runs the fallback kernel,
+// which guesses from a sample of the row instead.
+//
+// Its buffers are allocated once and keep their device addresses until
+// Close, so a step can be captured in a CUDA graph (runtime.Stream.Capture)
+// and replayed. A Selector is safe for concurrent use; calls are
+// serialised.
+type Selector struct {
+	mu     sync.Mutex
+	cfg    Config // with defaults
+	dev    *runtime.Device
+	gvr    *runtime.Kernel
+	fb     *runtime.Kernel
+	layers []layer
+	closed bool
+
+	// Launch parameters, prepared once: the values, and pointers to them.
+	gvrVals [9]uint64
+	gvrArgs []unsafe.Pointer
+	fbVals  [6]uint64
+	fbArgs  []unsafe.Pointer
+
+	host *runtime.Buffer // SelectHost's scores, grown as needed
+}
+
+// layer is one layer's feedback state.
+type layer struct {
+	idx     *runtime.Buffer // int32 [MaxRows, K]: output, and the next step's prediction
+	vals    *runtime.Buffer // float32 [MaxRows, K], or nil
+	stats   *runtime.Buffer // [MaxRows] records, or nil
+	lengths *runtime.Buffer // int32 [MaxRows]: Batch.Lengths land here
+	primed  bool            // idx holds a previous step
+}
+
+// NewSelector loads the kernels for cfg (generated for the device's target
+// and JIT-compiled on first use in the process) and allocates the
+// per-layer buffers.
+func NewSelector(cfg Config) (*Selector, error) {
+	cfg = cfg.withDefaults()
+	dev := cfg.Device
+	if dev == nil {
+		var err error
+		if dev, err = runtime.Open(0); err != nil {
+			return nil, fmt.Errorf("topk: NewSelector: %w", err)
+		}
+	}
+	t := dev.Info().Target
+	if err := cfg.validate(t); err != nil {
+		return nil, err
+	}
+	kcfg := cfg.kernelConfig(t)
+	s := &Selector{cfg: cfg, dev: dev}
+	var err error
+	if s.gvr, err = dev.Kernel("gvr_topk", kcfg); err != nil {
+		return nil, fmt.Errorf("topk: NewSelector: %w", err)
+	}
+	if s.fb, err = dev.Kernel("topk_fallback", kcfg); err != nil {
+		return nil, fmt.Errorf("topk: NewSelector: %w", err)
+	}
+	if err := s.allocate(); err != nil {
+		s.free()
+		return nil, fmt.Errorf("topk: NewSelector (%d layers of %d rows, K = %d): %w", cfg.Layers, cfg.MaxRows, cfg.K, err)
+	}
+	s.gvrArgs = pointers(s.gvrVals[:s.gvr.NumParams])
+	s.fbArgs = pointers(s.fbVals[:s.fb.NumParams])
+	return s, nil
+}
+
+func pointers(vals []uint64) []unsafe.Pointer {
+	p := make([]unsafe.Pointer, len(vals))
+	for i := range vals {
+		p[i] = unsafe.Pointer(&vals[i])
+	}
+	return p
+}
+
+func (s *Selector) allocate() error {
+	c := s.cfg
+	out := c.MaxRows * c.K * 4
+	var err error
+	s.layers = make([]layer, c.Layers)
+	for i := range s.layers {
+		l := &s.layers[i]
+		if l.idx, err = s.dev.Alloc(out); err != nil {
+			return err
+		}
+		if l.lengths, err = s.dev.Alloc(c.MaxRows * 4); err != nil {
+			return err
+		}
+		if c.Values {
+			if l.vals, err = s.dev.Alloc(out); err != nil {
+				return err
+			}
+		}
+		if c.Instrument {
+			if l.stats, err = s.dev.Alloc(c.MaxRows * StatsBytes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// free releases every buffer allocated so far.
+func (s *Selector) free() error {
+	var errs []error
+	release := func(b **runtime.Buffer) {
+		if *b != nil {
+			errs = append(errs, (*b).Free())
+			*b = nil
+		}
+	}
+	release(&s.host)
+	for i := range s.layers {
+		l := &s.layers[i]
+		release(&l.idx)
+		release(&l.lengths)
+		release(&l.vals)
+		release(&l.stats)
+	}
+	return errors.Join(errs...)
+}
+
+// Config is the selector's configuration, defaults filled in.
+func (s *Selector) Config() Config { return s.cfg }
+
+// Kernels are the two kernels the selector launches: GVR with a
+// prediction, and the fallback for a layer's first step.
+func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) { return s.gvr, s.fb }
+
+// Select queues the Top-K of batch b's rows on stream st (nil: the default
+// stream) with layer's feedback buffer: its previous step's indices are the
+// prediction, and this step's indices replace them. The returned Result
+// says where the output is; it is ready when st gets there. Select does
+// not wait for the GPU, and with DeviceLengths it makes no copies and no
+// allocations, so it can be captured in a graph.
+func (s *Selector) Select(layer int, b Batch, st *runtime.Stream) (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Result{}, ErrClosed
+	}
+	if layer < 0 || layer >= len(s.layers) {
+		return Result{}, fmt.Errorf("topk: Select: layer %d: the selector has layers 0 to %d", layer, len(s.layers)-1)
+	}
+	if err := s.check(b, st); err != nil {
+		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
+	}
+	l := &s.layers[layer]
+	lengths := b.DeviceLengths
+	if b.Lengths != nil {
+		// A graph would keep the address of the caller's slice.
+		if c, err := st.Capturing(); err != nil {
+			return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
+		} else if c {
+			return Result{}, fmt.Errorf("topk: Select (layer %d): host Lengths cannot be captured in a graph: use DeviceLengths", layer)
+		}
+		if err := runtime.UploadAsync(st, l.lengths, b.Lengths); err != nil {
+			return Result{}, fmt.Errorf("topk: Select (layer %d): copying the lengths: %w", layer, err)
+		}
+		lengths = l.lengths
+	}
+	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Predicted: l.primed}
+	if b.Rows == 0 {
+		return res, nil
+	}
+	var vals, stats uint64
+	if l.vals != nil {
+		vals = l.vals.Ptr()
+	}
+	if l.stats != nil {
+		stats = l.stats.Ptr()
+	}
+	k, args := s.fb, s.fbArgs
+	if l.primed {
+		// In place: gvr_topk reads row r's prediction before it writes any
+		// of row r's output, and each CTA touches only its own row.
+		k, args = s.gvr, s.gvrArgs
+		s.gvrVals = [9]uint64{b.Scores.Ptr(), uint64(b.Stride), lengths.Ptr(),
+			l.idx.Ptr(), uint64(s.cfg.K), uint64(s.cfg.K), l.idx.Ptr(), vals, stats}
+	} else {
+		s.fbVals = [6]uint64{b.Scores.Ptr(), uint64(b.Stride), lengths.Ptr(), l.idx.Ptr(), vals, stats}
+	}
+	if err := k.Launch(st, b.Rows, args); err != nil {
+		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
+	}
+	l.primed = true
+	return res, nil
+}
+
+// check validates a batch and a stream before any work is queued.
+func (s *Selector) check(b Batch, st *runtime.Stream) error {
+	c := s.cfg
+	onDevice := func(what string, buf *runtime.Buffer, need int) error {
+		if err := buf.Check(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if d := buf.Device(); d != s.dev {
+			return fmt.Errorf("%s is on %v; the selector is on %v", what, d, s.dev)
+		}
+		if buf.Bytes() < need {
+			return fmt.Errorf("%s holds %d bytes; %d rows need %d", what, buf.Bytes(), b.Rows, need)
+		}
+		return nil
+	}
+	switch {
+	case b.Rows < 0 || b.Rows > c.MaxRows:
+		return fmt.Errorf("Rows = %d: must be 0 to MaxRows = %d", b.Rows, c.MaxRows)
+	case b.Stride < 1 || b.Stride > 1<<31-1:
+		return fmt.Errorf("Stride = %d: must be 1 to 2^31-1", b.Stride)
+	case c.K > b.Stride:
+		return fmt.Errorf("K = %d is larger than the row stride %d", c.K, b.Stride)
+	case b.Scores == nil:
+		return errors.New("Batch.Scores is nil")
+	case b.Lengths == nil && b.DeviceLengths == nil:
+		return errors.New("the batch has no lengths: set Lengths or DeviceLengths")
+	case b.Lengths != nil && b.DeviceLengths != nil:
+		return errors.New("the batch has both Lengths and DeviceLengths: set one")
+	}
+	if st != nil && st.Device() != s.dev {
+		return fmt.Errorf("the stream is on %v; the selector is on %v", st.Device(), s.dev)
+	}
+	if err := onDevice("Scores", b.Scores, 4*b.Rows*b.Stride); err != nil {
+		return err
+	}
+	if b.DeviceLengths != nil {
+		return onDevice("DeviceLengths", b.DeviceLengths, 4*b.Rows)
+	}
+	if len(b.Lengths) != b.Rows {
+		return fmt.Errorf("%d Lengths for %d rows", len(b.Lengths), b.Rows)
+	}
+	for r, n := range b.Lengths {
+		if n < 0 || int(n) > b.Stride {
+			return fmt.Errorf("Lengths[%d] = %d: outside [0, Stride = %d]", r, n, b.Stride)
+		}
+	}
+	return nil
+}
+
+// SelectHost is Select for scores in host memory, for callers who just
+// have a []float32: len(scores)/stride rows of stride elements, each of
+// length stride or lengths[r]. It copies the scores to the device, runs
+// the step on the default stream, waits, and returns the indices (Rows*K,
+// each row a set padded with -1) and, with Config.Values, the values.
+func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths []int32) (idx []int32, vals []float32, err error) {
+	if stride < 1 || len(scores)%stride != 0 {
+		return nil, nil, fmt.Errorf("topk: SelectHost: %d scores are not whole rows of stride %d", len(scores), stride)
+	}
+	rows := len(scores) / stride
+	if lengths == nil {
+		lengths = make([]int32, rows)
+		for r := range lengths {
+			lengths[r] = int32(min(stride, 1<<31-1))
+		}
+	}
+	scoresBuf, err := s.hostScores(len(scores) * 4)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := runtime.Upload(scoresBuf, scores); err != nil {
+		return nil, nil, fmt.Errorf("topk: SelectHost: %w", err)
+	}
+	res, err := s.Select(layer, Batch{Scores: scoresBuf, Stride: stride, Rows: rows, Lengths: lengths}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if idx, err = res.ReadIndices(); err != nil {
+		return nil, nil, err
+	}
+	if res.Values != nil {
+		if vals, err = res.ReadValues(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return idx, vals, nil
+}
+
+// hostScores is SelectHost's device buffer for scores, of at least bytes.
+func (s *Selector) hostScores(bytes int) (*runtime.Buffer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.host != nil && s.host.Bytes() >= bytes {
+		return s.host, nil
+	}
+	if s.host != nil {
+		if err := s.host.Free(); err != nil {
+			return nil, fmt.Errorf("topk: SelectHost: %w", err)
+		}
+		s.host = nil
+	}
+	b, err := s.dev.Alloc(max(bytes, 4))
+	if err != nil {
+		return nil, fmt.Errorf("topk: SelectHost: %w", err)
+	}
+	s.host = b
+	return b, nil
+}
+
+// Reset starts a new sequence: every layer's next Select runs the fallback
+// kernel, as on its first step.
+func (s *Selector) Reset() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	for i := range s.layers {
+		s.layers[i].primed = false
+	}
+	return nil
+}
+
+// Close frees the selector's device memory; its Results become invalid.
+// It waits for the device first, so no queued step still uses the buffers.
+// The kernels stay loaded in the device's cache.
+func (s *Selector) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	err := s.dev.Synchronize()
+	if ferr := s.free(); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
+	if err != nil {
+		return fmt.Errorf("topk: Close: %w", err)
+	}
+	return nil
+}
