@@ -280,12 +280,22 @@ func (c *cta) visitVec(x ptx.Vec, head, v ptx.Reg, visit func(ptx.Reg, func() pt
 // here, which only widens the set by elements equal in value), so a count of
 // it is a valid count for bracketing the K-th key.
 func (c *cta) countGE(row, n, thr ptx.Reg, unroll int) ptx.Reg {
+	return c.countGEMulti(row, n, []ptx.Reg{thr}, unroll)[0]
+}
+
+// countGEMulti is countGE for several thresholds in one pass over the row.
+func (c *cta) countGEMulti(row, n ptx.Reg, thrs []ptx.Reg, unroll int) []ptx.Reg {
 	e := c.e
-	cnt := c.constU32(0)
+	cnts := make([]ptx.Reg, len(thrs))
+	for i := range cnts {
+		cnts[i] = c.constU32(0)
+	}
 	c.rowWalk(row, n, unroll, func(x ptx.Reg, _ func() ptx.Reg) {
-		p := c.pred()
-		e.Setp(p, ptx.GEU, x, thr)
-		e.Guarded(p, func() { e.Add(cnt, cnt, ptx.Imm(1)) })
+		for i, thr := range thrs {
+			p := c.pred()
+			e.Setp(p, ptx.GEU, x, thr)
+			e.Guarded(p, func() { e.Add(cnts[i], cnts[i], ptx.Imm(1)) })
+		}
 	})
-	return cnt
+	return cnts
 }

@@ -92,11 +92,19 @@ func (c Config) SharedBytes() int {
 	return l.size
 }
 
-// guess is what Phase 1 gives Phase 2: a first threshold and two anchors
-// (value, estimated count >= value) for the secant.
+// guess is what Phase 1 gives Phase 2: the thresholds its first pass counts,
+// and two anchors (value, estimated count >= value) for the secant.
 type guess struct {
-	t, lo, cntLo, hi, cntHi ptx.Reg // f32
+	first                [firstPoints]ptx.Reg // f32
+	lo, cntLo, hi, cntHi ptx.Reg              // f32
 }
+
+// firstPoints is how many thresholds Phase 2's first pass counts at once: a
+// counting pass is memory-latency-bound, with issue slots to spare for one
+// more compare per element, and one of two points is far more likely to land
+// in [K, MaxCandidates] than a single guess. (Four points made the pass
+// instruction-bound: +45% at N = 256K on an H200.)
+const firstPoints = 2
 
 // newTopK declares the parameters of a Top-K kernel and sets up its row.
 // withPred adds the prediction parameters of gvr_topk.
@@ -329,7 +337,6 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	m := t.u32()
 	e.Cvt(m, e.LdParam(pp.count))
 
-	smp := t.sampleRow()
 	// Four predicted indices per thread per step, loaded before any is
 	// used: two memory latencies a step instead of eight.
 	const unroll = 4
@@ -357,46 +364,57 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 			st.add(x)
 		}
 	})
-	smp.finish()
 	pr := st.reduce()
 	e.Mov(t.valid, pr.cnt)
 
-	// First points: min, mean, the midpoint of mean and max, and max of the
-	// prediction; or, without one, evenly spaced points of the sample range.
 	g := t.newGuess()
-	e.Mov(g.lo, smp.stats.min)
-	e.Mov(g.hi, smp.stats.max)
-	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	e.IfElse(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() {
-		e.Mov(pts[0], pr.min)
-		e.Mov(pts[1], pr.mean)
-		e.Add(pts[2], pr.mean, pr.max)
-		e.Mul(pts[2], pts[2], ptx.Float(0.5))
-		e.Mov(pts[3], pr.max)
-		// The sample range must contain the prediction's.
-		e.Min(g.lo, g.lo, pr.min)
-		e.Max(g.hi, g.hi, pr.max)
+		// With a prediction, the K-th value lies near its low end: a good
+		// prediction's hits are the Top-K, so its minimum has about K
+		// elements above it, and its mean lies above the K-th value (most
+		// predicted values are hits). The first pass counts the minimum and
+		// the point a quarter of the way to the mean.
+		d := t.f32()
+		e.Sub(d, pr.mean, pr.min)
+		e.Mov(g.first[0], pr.min)
+		e.Mad(g.first[1], d, ptx.Float(0.25), pr.min)
+		e.Mov(g.lo, pr.min)
+		e.Cvt(g.cntLo, t.n)
+		e.Mov(g.hi, pr.max)
+		e.Mov(g.cntHi, ptx.Float(0.5))
 	}, func() {
-		t.evenPoints(pts, g.lo, g.hi)
+		// No usable prediction (pred_count 0, or no valid index with a
+		// finite score): guess from a sample of the row, as the fallback.
+		t.sampleGuess(g)
 	})
-	t.estimateThreshold(smp, g, pts, 2)
 	return g
 }
 
-// phase1SampleStats guesses without a prediction: estimateThreshold over
-// the sample's range.
+// phase1SampleStats guesses without a prediction, from a sample of the row.
 func (t *topk) phase1SampleStats() guess {
+	t.e.Comment("Phase 1 (no prediction): sample statistics")
+	g := t.newGuess()
+	t.sampleGuess(g)
+	return g
+}
+
+// sampleGuess sets g from a strided sample of the row: estimateThreshold
+// over the sample's range gives the anchors, and the first pass counts the
+// points whose estimated counts are 1 and 1.6 times the target, so that it
+// lands in [K, MaxCandidates] when the estimate is off by a factor between
+// 0.42 and 2.
+func (t *topk) sampleGuess(g guess) {
 	e := t.e
-	e.Comment("Phase 1 (no prediction): sample statistics")
 	smp := t.sampleRow()
 	smp.finish()
-	g := t.newGuess()
 	e.Mov(g.lo, smp.stats.min)
 	e.Mov(g.hi, smp.stats.max)
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
 	t.estimateThreshold(smp, g, pts, 4)
-	return g
+	for i, f := range []float64{1, 1.6} {
+		t.logSecant(g.first[i], g, ptx.Float(float32(f*float64(t.target()))), false, ptx.Pred{})
+	}
 }
 
 // stats accumulates, per thread, the min and max key, count and sum of the
@@ -521,10 +539,10 @@ func (t *topk) evenPoints(pts [4]ptx.Reg, lo, hi ptx.Reg) {
 // row: est(x) = scale * #(samples >= x). Each round estimates four points in
 // one block reduction and keeps the two neighbours the target falls
 // between; the first round's points are pts, later rounds' are evenly
-// spaced. The guess is then interpolated in log(count) between the final
-// bracket's ends, which also become Phase 2's first secant anchors. All of
-// this is an estimate: Phase 2 counts the row for real, so a poor sample
-// costs passes, never exactness.
+// spaced. The final bracket's ends are Phase 2's first secant anchors, and
+// the points its first pass counts are interpolated between them in
+// log(count). All of this is an estimate: Phase 2 counts the row for real,
+// so a poor sample costs passes, never exactness.
 func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int) {
 	e := t.e
 	target := ptx.Float(float32(t.target()))
@@ -565,7 +583,6 @@ func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int)
 		}
 	}
 	e.Max(g.cntHi, g.cntHi, ptx.Float(0.5))
-	t.logSecant(g.t, g, target, false, ptx.Pred{})
 }
 
 // logSecant sets x to the point between g.lo and g.hi where the count,
@@ -598,81 +615,145 @@ func (t *topk) target() int {
 }
 
 // phase2SecantSearch finds a threshold thr with K <= count(x >= thr) <=
-// MaxCandidates. Each iteration is one counting pass; the next guess is the
-// secant through the two anchors (value, count) toward the target count,
-// damped on the first step. A safe bracket (lo, hi) of keys is kept from
-// measured counts: a guess outside it, a NaN guess, or any guess after
-// secantIters passes is replaced by the key midpoint, so the search ends
-// within 32 bisection passes. found is false when lo and hi meet, i.e. no
-// threshold brackets the K-th key (ties wider than MaxCandidates, or NaN
-// mass at the top); the caller then takes the exact path. mine is this
-// thread's count at thr, which Phase 3 reuses instead of counting again.
+// MaxCandidates. Its first pass counts all of g.first at once and keeps, of
+// those in the window, the one with the fewest candidates. Every later pass
+// counts one guess: the log-count secant through the two anchors (value,
+// count) toward the target count, damped while only one anchor is measured.
+// A safe bracket (lo, hi) of keys is kept from measured counts: a guess
+// outside it, a NaN guess, or any guess after secantIters passes is
+// replaced by the key midpoint, so the search ends within 32 bisection
+// passes. found is false when lo and hi meet, i.e. no threshold brackets the
+// K-th key (ties wider than MaxCandidates, or NaN mass at the top); the
+// caller then takes the exact path. mine is this thread's count at thr,
+// which Phase 3 reuses instead of counting again.
 func (t *topk) phase2SecantSearch(g guess) (thr ptx.Reg, found ptx.Pred, mine ptx.Reg) {
 	e := t.e
 	e.Comment("Phase 2: secant threshold search")
-	C := int64(t.cfg.MaxCandidates)
 	// Rows that fit the candidate buffer whole: -Inf counts every element.
-	e.If(t.setp(ptx.LE, t.n, ptx.Imm(C)), func() { e.Mov(g.t, ptx.FloatBits(0xFF800000)) })
-
-	lo, hi := t.constU32(keyNegInf-1), t.constU32(keyPosInf+1)
-	thr = t.f32()
-	e.Mov(thr, g.t)
-	found = t.pred()
-	e.SetpT(ptx.U32, found, ptx.NE, t.k, t.k) // false
+	e.If(t.setp(ptx.LE, t.n, ptx.Imm(int64(t.cfg.MaxCandidates))), func() {
+		for _, p := range g.first {
+			e.Mov(p, ptx.FloatBits(0xFF800000))
+		}
+	})
+	s := &search{t: t, g: g, lo: t.constU32(keyNegInf - 1), hi: t.constU32(keyPosInf + 1),
+		thr: t.f32(), mine: t.u32(), found: t.falsePred(), measLo: t.falsePred(), measHi: t.falsePred()}
 	done := e.NewLabel("phase2_done")
+
+	// First pass: every first point.
+	counts := t.countGEMulti(t.row, t.n, g.first[:], t.cfg.unroll())
+	tot := t.blockReduceN([]string{"add", "add"}, counts, t.reduce)
+	e.Add(t.iters, t.iters, ptx.Imm(1))
+	best := t.constU32(0xFFFFFFFF)
+	for i, p := range g.first {
+		in := s.inWindow(tot[i])
+		e.AndPred(in, in, t.setp(ptx.LT, tot[i], best))
+		e.Guarded(in, func() {
+			e.Mov(best, tot[i])
+			e.Mov(s.thr, p)
+			e.Mov(s.mine, counts[i])
+		})
+		e.OrPred(s.found, s.found, in)
+	}
+	e.BraIf(s.found, done)
+	for i, p := range g.first {
+		s.record(p, t.key(t.bitsOf(p)), tot[i])
+	}
+	s.next(done)
+
+	// Later passes: one guess each.
 	top := e.NewLabel("phase2_pass")
 	e.Place(top)
-
-	// Keep the guess strictly inside the bracket, else bisect.
-	tk := t.key(t.bitsOf(thr))
-	out := t.setp(ptx.LE, tk, lo)
-	e.OrPred(out, out, t.setp(ptx.GE, tk, hi))
-	e.If(out, func() {
-		e.Sub(tk, hi, lo)
+	tk := t.key(t.bitsOf(s.thr))
+	out := t.setp(ptx.LE, tk, s.lo)
+	e.OrPred(out, out, t.setp(ptx.GE, tk, s.hi))
+	e.If(out, func() { // keep the guess strictly inside the bracket, else bisect
+		e.Sub(tk, s.hi, s.lo)
 		e.Shr(tk, tk, ptx.Imm(1))
-		e.Add(tk, tk, lo)
-		e.Mov(thr, t.keyToFloat(tk))
+		e.Add(tk, tk, s.lo)
+		e.Mov(s.thr, t.keyToFloat(tk))
 	})
-
-	mine = t.countGE(t.row, t.n, thr, t.cfg.unroll())
-	cnt := t.blockReduce("add", mine, t.reduce)
+	e.Mov(s.mine, t.countGE(t.row, t.n, s.thr, t.cfg.unroll()))
+	cnt := t.blockReduce("add", s.mine, t.reduce)
 	e.Add(t.iters, t.iters, ptx.Imm(1))
-	ok := t.setp(ptx.GE, cnt, t.k)
-	e.AndPred(ok, ok, t.setp(ptx.LE, cnt, ptx.Imm(C)))
-	e.Mov(found, ok)
-	e.BraIf(ok, done)
-
-	fc := t.f32()
-	e.Cvt(fc, cnt)
-	tooMany := t.setp(ptx.GT, cnt, ptx.Imm(C))
-	e.IfElse(tooMany, func() {
-		e.Mov(lo, tk)
-		e.Mov(g.lo, thr)
-		e.Mov(g.cntLo, fc)
-	}, func() {
-		e.Mov(hi, tk)
-		e.Mov(g.hi, thr)
-		e.Mov(g.cntHi, fc)
-	})
-	gap := t.u32()
-	e.Sub(gap, hi, lo)
-	e.BraIf(t.setp(ptx.LE, gap, ptx.Imm(1)), done) // found stays false
-
-	// Next guess: the log-count secant through the anchors, damped on the
-	// first step; after secantIters passes, bisection.
-	e.IfElse(t.setp(ptx.LT, t.iters, ptx.Imm(secantIters)), func() {
-		e.Max(g.cntHi, g.cntHi, ptx.Float(0.5))
-		e.IfElse(t.setp(ptx.EQ, t.iters, ptx.Imm(1)), func() {
-			t.logSecant(thr, g, ptx.Float(float32(t.target())), true, tooMany)
-		}, func() {
-			t.logSecant(thr, g, ptx.Float(float32(t.target())), false, ptx.Pred{})
-		})
-	}, func() {
-		e.Mov(thr, ptx.FloatBits(0x7FC00000)) // NaN: bisect
-	})
+	e.Mov(s.found, s.inWindow(cnt))
+	e.BraIf(s.found, done)
+	s.record(s.thr, tk, cnt)
+	s.next(done)
 	e.BraUni(top)
 	e.Place(done)
-	return thr, found, mine
+	return s.thr, s.found, s.mine
+}
+
+// falsePred returns a new predicate that is false.
+func (t *topk) falsePred() ptx.Pred {
+	p := t.pred()
+	t.e.SetpT(ptx.U32, p, ptx.NE, t.k, t.k)
+	return p
+}
+
+// search is Phase 2's state, the same in every thread.
+type search struct {
+	t              *topk
+	g              guess
+	lo, hi         ptx.Reg  // u32 keys: valid thresholds lie strictly between
+	thr, mine      ptx.Reg  // the next (or found) threshold; this thread's count at it
+	found          ptx.Pred // thr's count is in the window
+	measLo, measHi ptx.Pred // whether g's anchors are measured counts
+}
+
+func (s *search) inWindow(cnt ptx.Reg) ptx.Pred {
+	t := s.t
+	in := t.setp(ptx.GE, cnt, t.k)
+	t.e.AndPred(in, in, t.setp(ptx.LE, cnt, ptx.Imm(int64(t.cfg.MaxCandidates))))
+	return in
+}
+
+// record narrows the bracket with a measured count cnt, outside the window,
+// at threshold x (key k), and makes it an anchor. A point outside the
+// bracket (a NaN first point, say) is ignored.
+func (s *search) record(x, k, cnt ptx.Reg) {
+	t, e := s.t, s.t.e
+	inside := t.setp(ptx.GT, k, s.lo)
+	e.AndPred(inside, inside, t.setp(ptx.LT, k, s.hi))
+	e.If(inside, func() {
+		fc := t.f32()
+		e.Cvt(fc, cnt)
+		e.IfElse(t.setp(ptx.GT, cnt, ptx.Imm(int64(t.cfg.MaxCandidates))), func() {
+			e.Mov(s.lo, k)
+			e.Mov(s.g.lo, x)
+			e.Mov(s.g.cntLo, fc)
+			e.SetpT(ptx.U32, s.measLo, ptx.EQ, t.k, t.k) // true
+		}, func() {
+			e.Mov(s.hi, k)
+			e.Mov(s.g.hi, x)
+			e.Mov(s.g.cntHi, fc)
+			e.SetpT(ptx.U32, s.measHi, ptx.EQ, t.k, t.k)
+		})
+	})
+}
+
+// next ends the search (found false) when the bracket is closed, and
+// otherwise sets the next guess: the log-count secant, damped toward the
+// measured anchor while the other is only an estimate; after secantIters
+// passes, NaN, which the next pass turns into the bracket's midpoint.
+func (s *search) next(done ptx.Label) {
+	t, e := s.t, s.t.e
+	gap := t.u32()
+	e.Sub(gap, s.hi, s.lo)
+	e.BraIf(t.setp(ptx.LE, gap, ptx.Imm(1)), done)
+	target := ptx.Float(float32(t.target()))
+	e.IfElse(t.setp(ptx.LT, t.iters, ptx.Imm(secantIters)), func() {
+		e.Max(s.g.cntHi, s.g.cntHi, ptx.Float(0.5))
+		both := t.pred()
+		e.AndPred(both, s.measLo, s.measHi)
+		e.IfElse(both, func() {
+			t.logSecant(s.thr, s.g, target, false, ptx.Pred{})
+		}, func() {
+			t.logSecant(s.thr, s.g, target, true, s.measLo)
+		})
+	}, func() {
+		e.Mov(s.thr, ptx.FloatBits(0x7FC00000)) // NaN: bisect
+	})
 }
 
 // phase3Collect writes every element >= thr (or NaN) into the candidate
@@ -723,5 +804,9 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 }
 
 func (t *topk) newGuess() guess {
-	return guess{t: t.f32(), lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32()}
+	g := guess{lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32()}
+	for i := range g.first {
+		g.first[i] = t.f32()
+	}
+	return g
 }
