@@ -26,6 +26,34 @@
 // like the paper's phases. The "combine across the CTA" steps are kept
 // separate so that a cluster version can combine across the cluster instead.
 //
+// The Top-K kernels (gvr.go) follow the GVR paper's four phases, with
+// changes that measurements on an H200 paid for (docs/perf-notes.md):
+//
+//   - Phase 1 (pre-indexed statistics) reduces the predicted scores' min and
+//     max on order-preserving keys (redux.sync where the target has it) and
+//     their mean. The paper starts from the mean; a good prediction's mean
+//     lies above the K-th value, so the first pass counts at the minimum and
+//     a quarter of the way to the mean instead.
+//   - Phase 2 (threshold search) counts two thresholds in its first pass and
+//     keeps the one in [K, MaxCandidates] with the fewest candidates; later
+//     passes follow a log-count secant (tail counts fall exponentially, which
+//     a linear secant follows badly), damped while one anchor is an
+//     estimate, with key-space bisection as the fallback.
+//   - Phase 3 (collection) is the paper's ballot-free pass: each thread's
+//     count from Phase 2 gives, by a block prefix sum, where its candidates
+//     go.
+//   - Phase 4 (refine) is an exact radix select on the candidates' keys in
+//     shared memory (Bins-bin histogram, 2048 bins: three passes), then, if
+//     only some of the elements equal to the K-th key fit, a second one on
+//     their inverted indices, so ties go to the lowest indices.
+//
+// Without a prediction (topk_fallback, or gvr_topk with an empty or garbage
+// one) the first guess comes from a strided row sample held in registers.
+// When no threshold can bracket the K-th key (ties wider than
+// MaxCandidates, NaN mass), the exact path is topk_radix's algorithm: radix
+// select over the row in global memory. The output is written in walk order
+// from block prefix sums: bit-identical run to run.
+//
 // Every kernel parameter is 64 bits wide (the kernel ABI), shared memory is
 // the module's one dynamic (.extern) array, and the generated PTX carries
 // the kernel, its config and its launch shape in its header comment.

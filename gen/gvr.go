@@ -18,11 +18,11 @@ import (
 //
 // Rows of length n <= K are copied whole, padded with index -1 (value -Inf).
 
-// Paths a row can take, as reported by instrumentation.
+// Paths a row can take, as the instrumentation record reports them.
 const (
-	pathCopy  = 0 // n <= K: every element
-	pathGVR   = 1 // threshold bracketed, candidates refined in shared memory
-	pathExact = 2 // radix select over the row
+	PathCopy  = 0 // n <= K: every element
+	PathGVR   = 1 // threshold bracketed, candidates refined in shared memory
+	PathExact = 2 // radix select over the row
 )
 
 // Phase 2 tuning.
@@ -32,15 +32,18 @@ const (
 	sampleSize  = 2048 // row elements Phase 1 samples (at most 8 per thread)
 )
 
-// Instrumentation record per row (Config.Instrument): five %clock64 stamps
-// at the phase boundaries, then u32 counters.
+// The instrumentation record (Config.Instrument): StatsBytes per row at
+// stats + row*StatsBytes, holding five u64 %clock64 stamps at the phase
+// boundaries (entry, end of Phases 1, 2, 3 and 4; a phase a row skips takes
+// no time) at byte offsets 0, 8, ..., 32, then u32 counters at these
+// offsets.
 const (
-	statsBytes       = 64
-	statsPhase2Iters = 40 // counting passes in Phase 2
-	statsRefinePass  = 44 // radix passes (Phase 4 or the exact path)
-	statsCandidates  = 48 // candidates collected in Phase 3
-	statsPath        = 52 // pathCopy, pathGVR or pathExact
-	statsValidPred   = 56 // valid predicted indices seen by Phase 1
+	StatsBytes        = 64
+	StatsPhase2Passes = 40 // counting passes in Phase 2
+	StatsRadixPasses  = 44 // radix select passes (Phase 4 or the exact path)
+	StatsCandidates   = 48 // candidates collected in Phase 3
+	StatsPath         = 52 // PathCopy, PathGVR or PathExact
+	StatsValidPred    = 56 // valid predicted indices Phase 1 saw
 )
 
 // topk is the state of one Top-K kernel under construction.
@@ -127,7 +130,7 @@ func newTopK(name string, cfg Config, withPred, withCand bool) (*topk, *ptx.Modu
 	}
 
 	t := &topk{cta: newCTA(e, cfg.Target, cfg.BlockSize, sv), cfg: cfg}
-	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(pathCopy), t.constU32(0)
+	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(PathCopy), t.constU32(0)
 	t.stamp(0)
 	t.k = t.constU32(int64(cfg.K))
 	t.topkShared = newTopKShared(&t.smem.layout, cfg, withCand)
@@ -163,7 +166,7 @@ func newTopK(name string, cfg Config, withPred, withCand bool) (*topk, *ptx.Modu
 	})
 	if cfg.Instrument {
 		t.stats = t.u64()
-		e.Mov(t.stats, t.elemAddr(t.global(pStats), r, statsBytes).Base)
+		e.Mov(t.stats, t.elemAddr(t.global(pStats), r, StatsBytes).Base)
 	}
 	return t, m, pp
 }
@@ -209,8 +212,8 @@ func (t *topk) writeStats() {
 		for _, f := range []struct {
 			off int64
 			v   ptx.Reg
-		}{{statsPhase2Iters, t.iters}, {statsRefinePass, t.passes}, {statsCandidates, t.ncand},
-			{statsPath, t.path}, {statsValidPred, t.valid}} {
+		}{{StatsPhase2Passes, t.iters}, {StatsRadixPasses, t.passes}, {StatsCandidates, t.ncand},
+			{StatsPath, t.path}, {StatsValidPred, t.valid}} {
 			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, f.off), f.v)
 		}
 	})
@@ -283,7 +286,7 @@ func genRadix(cfg Config) (*Kernel, error) {
 	t, m, _ := newTopK("topk_radix", cfg, false, false)
 	e := t.e
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
-		e.Mov(t.path, ptx.Imm(pathExact))
+		e.Mov(t.path, ptx.Imm(PathExact))
 		t.exactPath()
 	})
 	t.stamp(4)
@@ -300,12 +303,12 @@ func (t *topk) body(phase1 func() guess) {
 		thr, found, mine := t.phase2SecantSearch(g)
 		t.stamp(2)
 		e.IfElse(found, func() {
-			e.Mov(t.path, ptx.Imm(pathGVR))
+			e.Mov(t.path, ptx.Imm(PathGVR))
 			total := t.phase3Collect(thr, mine)
 			t.stamp(3)
 			t.phase4Refine(total)
 		}, func() {
-			e.Mov(t.path, ptx.Imm(pathExact))
+			e.Mov(t.path, ptx.Imm(PathExact))
 			t.exactPath()
 		})
 	})

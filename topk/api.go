@@ -154,16 +154,16 @@ func (r Result) ReadStats() ([]Stats, error) {
 }
 
 // StatsBytes is the size of one row's instrumentation record (gen/gvr.go).
-const StatsBytes = 64
+const StatsBytes = gen.StatsBytes
 
 // Path is how a kernel selected a row.
 type Path uint32
 
 // The paths of the instrumentation record.
 const (
-	PathCopy  Path = 0 // n <= K: every element
-	PathGVR   Path = 1 // threshold bracketed, candidates refined in shared memory
-	PathExact Path = 2 // radix select over the row
+	PathCopy  Path = gen.PathCopy  // n <= K: every element
+	PathGVR   Path = gen.PathGVR   // threshold bracketed, candidates refined in shared memory
+	PathExact Path = gen.PathExact // radix select over the row
 )
 
 func (p Path) String() string {
@@ -213,11 +213,11 @@ func ParseStats(raw []byte) ([]Stats, error) {
 		for j := range s.Stamps {
 			s.Stamps[j] = le.Uint64(r[8*j:])
 		}
-		s.Phase2Passes = le.Uint32(r[40:])
-		s.RadixPasses = le.Uint32(r[44:])
-		s.Candidates = le.Uint32(r[48:])
-		s.Path = Path(le.Uint32(r[52:]))
-		s.ValidPred = le.Uint32(r[56:])
+		s.Phase2Passes = le.Uint32(r[gen.StatsPhase2Passes:])
+		s.RadixPasses = le.Uint32(r[gen.StatsRadixPasses:])
+		s.Candidates = le.Uint32(r[gen.StatsCandidates:])
+		s.Path = Path(le.Uint32(r[gen.StatsPath:]))
+		s.ValidPred = le.Uint32(r[gen.StatsValidPred:])
 	}
 	return out, nil
 }
