@@ -5,7 +5,7 @@ GOFMT ?= gofmt
 MAKEFLAGS += --no-print-directory
 
 .DEFAULT_GOAL := help
-.PHONY: help build test generate golden-update golden-check fmt-check vet \
+.PHONY: help build test generate generate-check golden-update golden-check fmt-check vet \
 	ptxas cuda-headers ptxas-check cuda gpu-test bench ci
 
 help: ## list the verbs
@@ -17,8 +17,20 @@ build: ## go build ./...
 test: ## go test ./... (the README's test command)
 	$(GO) test ./...
 
-generate: ## go generate ./...
+generate: ## go generate ./... (writes runtime's embedded kernels and launchers)
 	$(GO) generate ./...
+
+# What go generate writes (runtime/generate.go: ptxgen -standard). It is
+# committed; add new generated paths here.
+GENERATED := runtime/kernels runtime/zkernels.go runtime/zlaunch.go
+
+# Regenerate, then require the generated files to match what is committed:
+# no modified, deleted or untracked files.
+generate-check: ## fail if go generate ./... changes the generated files
+	$(GO) generate ./...
+	@git diff --exit-code --stat -- $(GENERATED) && test -z "$$(git status --porcelain -- $(GENERATED))" \
+		|| { git status --short -- $(GENERATED); \
+		     echo "generated files out of date: run go generate ./... (make generate) and commit them" >&2; exit 1; }
 
 golden-update: ## rewrite golden/ from the generator (review the diff)
 	$(GO) test ./golden -update
@@ -45,8 +57,8 @@ ptxas: ## fetch pinned ptxas 11.8 into the cache, print its path
 cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 	scripts/cuda-tools.sh headers
 
-ptxas-check: ## assemble golden/*_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
-	scripts/ptxas-check.sh golden
+ptxas-check: ## assemble golden/ and runtime/kernels/ *_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
+	scripts/ptxas-check.sh golden runtime/kernels
 
 # The cuda-tagged build (package runtime and what uses it) needs cgo and the
 # CUDA driver API headers. By default they are the pinned CUDA 11.8 cuda.h and
@@ -82,10 +94,12 @@ bench: ## build gvrbench with -tags cuda and run it here, on a GPU machine (BENC
 	@$(CUDA_RUN) $(GO) build -tags cuda -o bin/gvrbench ./cmd/gvrbench
 	bin/gvrbench $(BENCHFLAGS)
 
-# One after another, also under make -j: golden-check rewrites golden/.
-ci: ## fmt-check vet test golden-check ptxas-check cuda, in that order
+# One after another, also under make -j: generate-check and golden-check
+# rewrite files.
+ci: ## fmt-check vet generate-check test golden-check ptxas-check cuda, in that order
 	$(MAKE) fmt-check
 	$(MAKE) vet
+	$(MAKE) generate-check
 	$(MAKE) test
 	$(MAKE) golden-check
 	$(MAKE) ptxas-check

@@ -318,6 +318,7 @@ func (t *topk) body(phase1 func() guess) {
 
 // exactPath selects the row's Top-K by radix select over global memory.
 func (t *topk) exactPath() {
+	t.e.Comment("Phase 4 (exact path): radix select over the row")
 	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes)
 }
 

@@ -131,3 +131,24 @@ func (e *JITError) Error() string {
 }
 
 func (e *JITError) Unwrap() error { return e.Err }
+
+// paramNames reads the .param names of entry name from PTX text, as the
+// printer writes them ("\t.param .u64 scores,", one per line); nil when
+// the text has no such entry.
+func paramNames(text, name string) []string {
+	_, rest, ok := strings.Cut(text, ".entry "+name+"(")
+	if !ok {
+		return nil
+	}
+	decl, _, ok := strings.Cut(rest, ")")
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, p := range strings.Split(decl, ",") {
+		if f := strings.Fields(p); len(f) >= 3 && f[0] == ".param" {
+			names = append(names, f[len(f)-1])
+		}
+	}
+	return names
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,25 @@ func TestErrors(t *testing.T) {
 	var d *DriverError
 	if !errors.As(j, &d) || d.Code != 218 {
 		t.Error("JITError does not unwrap to its DriverError")
+	}
+}
+
+func TestParamNames(t *testing.T) {
+	s, ok := LookupStandard("gvr_topk", standardKernels[0].Config)
+	if !ok {
+		t.Fatal("no standard gvr_topk")
+	}
+	if got := paramNames(s.PTX, "gvr_topk"); !slices.Equal(got, s.Params) {
+		t.Errorf("paramNames of %s = %v, want %v", s.File, got, s.Params)
+	}
+	text := ".visible .entry k(\n\t.param .u64 .ptr.global.align 16 a,\n\t.param .u64 b\n)\n{\n\tret;\n}\n"
+	if got := paramNames(text, "k"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("paramNames = %v, want [a b]", got)
+	}
+	if got := paramNames(".visible .entry k()\n{\n}\n", "k"); got != nil {
+		t.Errorf("no parameters: %v", got)
+	}
+	if got := paramNames(text, "other"); got != nil {
+		t.Errorf("no such entry: %v", got)
 	}
 }

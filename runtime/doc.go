@@ -16,11 +16,20 @@
 // "Error in initialization", if that fails (no GPU visible, say).
 //
 //	d, err := runtime.Open(0)             // the device, its primary context, its PTX target
-//	k, err := d.Kernel("gvr_topk", cfg)   // generated for d's target, JIT-loaded once
+//	k, err := d.Kernel("gvr_topk", cfg)   // embedded or generated for d's target, JIT-loaded once
 //	buf, err := d.Alloc(bytes)            // zeroed device memory
 //	err = runtime.Upload(buf, hostSlice)
 //	err = k.Launch(stream, rows, params)  // one pointer to a uint64 per kernel parameter
 //	err = runtime.Download(hostSlice, buf)
+//
+// Standard kernels: the PTX of gvr_topk and topk_fallback for K = 512,
+// 1024 and 2048 on sm_80, sm_90 and sm_100 (StandardKernels) is embedded
+// in the package, written by go generate (generate.go: cmd/ptxgen
+// -standard). Device.Kernel loads it for exactly those configurations
+// (Kernel.Embedded) and generates any other. The same go generate writes a
+// typed launcher per kernel from its .param list (NewGVRTopK,
+// NewTopKFallback): a struct of named uint64 parameters and a pointer
+// array prepared once, so that a launch does not allocate.
 //
 // Contexts: the driver API's current context belongs to an OS thread, so
 // every call here locks its goroutine to its thread and makes the device's

@@ -78,6 +78,8 @@ type Kernel struct {
 	Block       int
 	SharedBytes int
 	NumParams   int
+	Params      []string
+	Embedded    bool
 	Regs        int
 	LocalBytes  int
 	MaxThreads  int
@@ -88,6 +90,10 @@ type Kernel struct {
 func (k *Kernel) Device() *Device                                           { return nil }
 func (k *Kernel) String() string                                            { return k.Name + " (built without CUDA support)" }
 func (k *Kernel) Launch(s *Stream, grid int, params []unsafe.Pointer) error { return ErrNoCUDA }
+
+// launcherCheck makes the typed launchers' constructors (zlaunch.go)
+// return ErrNoCUDA.
+func (k *Kernel) launcherCheck(name string) error { return ErrNoCUDA }
 
 // Graph is a CUDA graph; without CUDA support there is none.
 type Graph struct{}

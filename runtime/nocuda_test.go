@@ -29,4 +29,12 @@ func TestNoCUDA(t *testing.T) {
 	if _, err := (&Stream{}).Capture(func() error { return nil }); err != ErrNoCUDA {
 		t.Errorf("Capture: %v", err)
 	}
+	// The typed launchers (zlaunch.go) build without the tag, and refuse.
+	k := &Kernel{Name: "gvr_topk", Params: launcherParams["gvr_topk"], NumParams: 8}
+	if _, err := NewGVRTopK(k); err != ErrNoCUDA {
+		t.Errorf("NewGVRTopK: %v", err)
+	}
+	if _, err := NewTopKFallback(nil); err != ErrNoCUDA {
+		t.Errorf("NewTopKFallback: %v", err)
+	}
 }

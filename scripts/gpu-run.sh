@@ -4,7 +4,8 @@
 #   runtime  gpubin/runtime.test -test.v   (device, buffers, JIT logs, launches, graphs)
 #   topk     gpubin/topk.test -test.v      (adversarial exactness, determinism, decode loop, graphs,
 #            errors), in groups of tests, one process each (see TOPK_GROUPS)
-#   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx; all must assemble, sm_100 included
+#   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx and the embedded
+#            runtime/kernels/*.ptx; all must assemble, every sm_100 one included
 #   bench    gpubin/gvrbench               (the benchmark table)
 # Each step's full output goes to $OUT (or gpubin/out when OUT is unset);
 # stdout gets a short summary per step, failures in full. Every step runs
@@ -100,7 +101,8 @@ for step in $STEPS; do
     log=$OUT/ptxas.log
     "$PTXAS" --version | tail -n 2 >"$log"
     nok=0 nbad=0 n100=0
-    for f in gpubin/*.ptx; do
+    n100want=$(ls gpubin/*_sm_100.ptx runtime/kernels/*_sm_100.ptx 2>/dev/null | wc -l)
+    for f in gpubin/*.ptx runtime/kernels/*.ptx; do
       [[ $f =~ _(sm_[0-9]+[a-z]?)\.ptx$ ]] || continue
       arch=${BASH_REMATCH[1]}
       if out=$("$PTXAS" -arch="$arch" -v -o /dev/null "$f" 2>&1); then
@@ -112,11 +114,11 @@ for step in $STEPS; do
         { echo "FAIL $f ($arch):"; echo "$out"; } >>"$log"
       fi
     done
-    if [ "$nbad" -gt 0 ] || [ "$n100" -lt 6 ]; then
+    if [ "$nbad" -gt 0 ] || [ "$n100" -lt "$n100want" ] || [ "$n100want" -lt 6 ]; then
       grep -A8 '^FAIL' "$log" | head -n 40
-      fail ptxas "$nbad files failed, $n100 of 6 sm_100 files assembled (log in $log)"
+      fail ptxas "$nbad files failed, $n100 of $n100want sm_100 files assembled (log in $log)"
     else
-      note "ptxas: $nok files assembled, all 6 sm_100 ones included, by $(head -n 1 "$log")"
+      note "ptxas: $nok files assembled, all $n100want sm_100 ones included, by $(head -n 1 "$log")"
       grep '_sm_100.ptx' "$log" | grep -v instrumented
     fi
     ;;

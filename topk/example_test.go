@@ -15,7 +15,9 @@ func Example() {
 	const layers, rows, n = 4, 8, 65536
 
 	// One selector for the model: K = 2048, up to 8 rows a step, one feedback
-	// buffer per layer. The kernels are generated for the GPU and JIT-compiled.
+	// buffer per layer. The kernels are JIT-compiled for the GPU from PTX
+	// embedded in package runtime (a standard configuration on sm_80/90/100)
+	// or generated.
 	sel, err := topk.NewSelector(topk.Config{K: 2048, MaxRows: rows, Layers: layers})
 	if err != nil {
 		log.Fatal(err) // built without -tags cuda: runtime.ErrNoCUDA

@@ -48,9 +48,10 @@ type layer struct {
 	primed  bool            // idx holds a previous step
 }
 
-// NewSelector loads the kernels for cfg (generated for the device's target
-// and JIT-compiled on first use in the process) and allocates the
-// per-layer buffers.
+// NewSelector loads the kernels for cfg (runtime.Device.Kernel: the PTX
+// embedded in package runtime for a standard configuration, else generated
+// for the device's target; JIT-compiled on first use in the process) and
+// allocates the per-layer buffers.
 func NewSelector(cfg Config) (*Selector, error) {
 	cfg = cfg.withDefaults()
 	dev := cfg.Device

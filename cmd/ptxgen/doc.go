@@ -1,5 +1,7 @@
 // Command ptxgen prints the PTX that gvr generates for a kernel and a
-// configuration, so a person can read it, diff it or feed it to ptxas.
+// configuration, so a person can read it, diff it or feed it to ptxas; it
+// summarises a kernel, diffs two configurations, and writes the kernels
+// that package runtime embeds (go generate).
 //
 // Usage:
 //
@@ -20,14 +22,44 @@
 //	-arch NAME            target: sm_80, sm_90, sm_100... (see -list)
 //	-unroll N             float4 loads in flight per thread (0: default)
 //	-instrument           emit phase timestamps and counters
+//	-summary              print a summary instead of the PTX
+//	-diff CHANGES         print a unified diff against a second kernel
 //	-o FILE               write to FILE instead of standard output
 //	-list                 list the kernels and the targets, then exit
+//	-standard DIR         write runtime's embedded kernels into DIR
+//
+// -summary prints the kernel's name, configuration, target and PTX ISA
+// version, threads per CTA, shared memory, and per entry its parameters
+// (name and type), its register declarations and its instruction counts:
+// "setup", then one line per phase, a phase being what follows a body
+// comment "Phase N: ..." up to the next one, with the steps within it (any
+// other comment, such as "radix select: digit bits [21, 32)") indented
+// below it and counted in it too.
+//
+// -diff CHANGES generates a second kernel: the first one's flags changed by
+// CHANGES, comma-separated flags without their dash ("arch=sm_100",
+// "k=1024,max-candidates=3072", "instrument", "kernel=topk_fallback"), and
+// prints a unified diff of the two PTX texts, or with -summary of the two
+// summaries; nothing when they are the same.
+//
+// -standard DIR writes the standard kernels, gvr_topk and topk_fallback for
+// K = 512, 1024, 2048 (MaxCandidates 3K, otherwise gen.DefaultConfig) on
+// sm_80, sm_90 and sm_100: DIR/kernels/<kernel>_k<K>_<target>.ptx, the
+// table that embeds them (DIR/zkernels.go) and a typed launcher per kernel
+// whose parameters are the kernel's .param list (DIR/zlaunch.go), both Go
+// files written with github.com/dave/jennifer. It removes .ptx files in
+// DIR/kernels that are no longer standard. runtime/generate.go runs it:
+//
+//	//go:generate go run github.com/gvr-go/gvr/cmd/ptxgen -standard .
 //
 // Examples:
 //
 //	ptxgen -list
 //	ptxgen -arch sm_90 -o /tmp/k_sm_90.ptx
 //	ptxgen -kernel count_ge -block 256 -arch sm_80
+//	ptxgen -summary -kernel topk_fallback -arch sm_90
+//	ptxgen -arch sm_90 -diff arch=sm_100
+//	ptxgen -summary -diff k=1024,max-candidates=3072
 //
 // A bad flag, an unknown kernel or target, or a configuration the generator
 // rejects prints one line, "ptxgen: ...", on stderr and exits with status 2.

@@ -39,29 +39,99 @@ func defaultKernel() string {
 	return fallbackKernel
 }
 
-// run is the whole command: it parses args, writes PTX (or the usage or the
-// list) to stdout or the -o file, and one-line errors to stderr, and returns
-// the exit status.
+// spec is a kernel and its configuration, as the flags give them.
+type spec struct {
+	kernel, arch                    string
+	k, maxCand, block, bins, unroll int
+	instrument                      bool
+}
+
+func defaultSpec() spec {
+	def := gen.DefaultConfig()
+	return spec{kernel: defaultKernel(), arch: def.Target.Name, k: def.K, maxCand: def.MaxCandidates,
+		block: def.BlockSize, bins: def.Bins, unroll: def.Unroll, instrument: def.Instrument}
+}
+
+// configFlags are the flags that set a spec; -diff takes the same names.
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument"}
+
+// register defines the flags of configFlags on fs, s's fields their
+// defaults and destinations.
+func (s *spec) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.kernel, "kernel", s.kernel, "the kernel to print (see -list)")
+	fs.IntVar(&s.k, "k", s.k, "K: how many elements to select")
+	fs.IntVar(&s.maxCand, "max-candidates", s.maxCand, "capacity of the candidate buffer (at least K)")
+	fs.IntVar(&s.block, "block", s.block, "threads per CTA (a multiple of 32, at most 1024)")
+	fs.IntVar(&s.bins, "bins", s.bins, "histogram bins of the refine phase (a power of two)")
+	fs.StringVar(&s.arch, "arch", s.arch, "target architecture: "+ptx.TargetNames())
+	fs.IntVar(&s.unroll, "unroll", s.unroll, "float4 loads in flight per thread in a pass over a row (0: the generator's default)")
+	fs.BoolVar(&s.instrument, "instrument", s.instrument, "emit phase timestamps and counters into a stats buffer")
+}
+
+// generate builds the kernel s names.
+func (s spec) generate() (*gen.Kernel, error) {
+	target, err := ptx.TargetByName(s.arch)
+	if err != nil {
+		return nil, err
+	}
+	return gen.Generate(s.kernel, gen.Config{
+		K:             s.k,
+		MaxCandidates: s.maxCand,
+		BlockSize:     s.block,
+		Bins:          s.bins,
+		Target:        target,
+		Unroll:        s.unroll,
+		Instrument:    s.instrument,
+	})
+}
+
+// with is s changed by -diff's argument: comma-separated flags of
+// configFlags without their dash, "arch=sm_100,k=1024" or "instrument".
+func (s spec) with(changes string) (spec, error) {
+	fs := flag.NewFlagSet("-diff", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	s.register(fs)
+	var args []string
+	for _, c := range strings.Split(changes, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			args = append(args, "-"+strings.TrimLeft(c, "-"))
+		}
+	}
+	if len(args) == 0 {
+		return s, fmt.Errorf("-diff %q: no change given (e.g. -diff arch=sm_100)", changes)
+	}
+	if err := fs.Parse(args); err != nil {
+		return s, fmt.Errorf("-diff %q: %v (it takes %s)", changes, err, strings.Join(configFlags, ", "))
+	}
+	if fs.NArg() > 0 {
+		return s, fmt.Errorf("-diff %q: unexpected %q: write each change as name=value, separated by commas", changes, fs.Arg(0))
+	}
+	return s, nil
+}
+
+// label names the kernel and configuration in a diff header.
+func label(k *gen.Kernel) string { return fmt.Sprintf("%s (%v)", k.Name, k.Config) }
+
+// run is the whole command: it parses args, writes PTX, a summary, a diff
+// (or the usage or the list) to stdout or the -o file, and one-line errors
+// to stderr, and returns the exit status. -standard writes files instead.
 func run(args []string, stdout, stderr io.Writer) int {
 	fail := func(status int, err error) int {
 		fmt.Fprintf(stderr, "ptxgen: %s\n", oneLine(err))
 		return status
 	}
 
-	def := gen.DefaultConfig()
-	defKernel := defaultKernel()
+	sp := defaultSpec()
+	defKernel := sp.kernel
 	fs := flag.NewFlagSet("ptxgen", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by run, on one line
-	kernel := fs.String("kernel", defKernel, "the kernel to print (see -list)")
-	k := fs.Int("k", def.K, "K: how many elements to select")
-	maxCand := fs.Int("max-candidates", def.MaxCandidates, "capacity of the candidate buffer (at least K)")
-	block := fs.Int("block", def.BlockSize, "threads per CTA (a multiple of 32, at most 1024)")
-	bins := fs.Int("bins", def.Bins, "histogram bins of the refine phase (a power of two)")
-	arch := fs.String("arch", def.Target.Name, "target architecture: "+ptx.TargetNames())
-	unroll := fs.Int("unroll", def.Unroll, "float4 loads in flight per thread in a pass over a row (0: the generator's default)")
-	instrument := fs.Bool("instrument", def.Instrument, "emit phase timestamps and counters into a stats buffer")
-	out := fs.String("o", "", "write the PTX to `file` instead of standard output")
+	sp.register(fs)
+	out := fs.String("o", "", "write the output to `file` instead of standard output")
 	list := fs.Bool("list", false, "list the kernels and the targets, then exit")
+	summary := fs.Bool("summary", false, "print a summary instead of the PTX: params, shared memory, registers, instructions per phase")
+	diff := fs.String("diff", "", "compare with a second kernel: these flags changed by `changes`, comma-separated, without dashes "+
+		"(arch=sm_100; k=1024,max-candidates=3072; instrument); prints a unified diff of the PTX, or of the summaries with -summary")
+	standard := fs.String("standard", "", "write the standard kernels' PTX and Go table and typed launchers into package `dir` (runtime; go generate runs this)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,31 +147,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printList(stdout, defKernel)
 		return exitOK
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *standard != "" {
+		if len(set) > 1 {
+			return fail(exitUsage, errors.New("-standard takes no other flag: the standard configurations are fixed"))
+		}
+		files, err := standardFiles()
+		if err != nil {
+			return fail(exitUsage, err)
+		}
+		if err := writeStandard(*standard, files); err != nil {
+			return fail(exitIO, err)
+		}
+		return exitOK
+	}
 
-	target, err := ptx.TargetByName(*arch)
+	kern, err := sp.generate()
 	if err != nil {
 		return fail(exitUsage, err)
 	}
-	cfg := gen.Config{
-		K:             *k,
-		MaxCandidates: *maxCand,
-		BlockSize:     *block,
-		Bins:          *bins,
-		Target:        target,
-		Unroll:        *unroll,
-		Instrument:    *instrument,
+	if !set["kernel"] && sp.kernel != preferredKernel {
+		fmt.Fprintf(stderr, "ptxgen: %s is not generated yet; printing %s\n", preferredKernel, sp.kernel)
 	}
-	kernelSet := false
-	fs.Visit(func(f *flag.Flag) { kernelSet = kernelSet || f.Name == "kernel" })
-	kern, err := gen.Generate(*kernel, cfg)
-	if err != nil {
-		return fail(exitUsage, err)
+	show := func(k *gen.Kernel) string {
+		if *summary {
+			return summarize(k)
+		}
+		return k.PTX()
 	}
-	if !kernelSet && *kernel != preferredKernel {
-		fmt.Fprintf(stderr, "ptxgen: %s is not generated yet; printing %s\n", preferredKernel, *kernel)
+	text := show(kern)
+	if set["diff"] {
+		sp2, err := sp.with(*diff)
+		if err != nil {
+			return fail(exitUsage, err)
+		}
+		kern2, err := sp2.generate()
+		if err != nil {
+			return fail(exitUsage, fmt.Errorf("-diff: %w", err))
+		}
+		text = unifiedDiff(label(kern), label(kern2), text, show(kern2))
 	}
 
-	text := kern.PTX()
 	if *out == "" {
 		if _, err := io.WriteString(stdout, text); err != nil {
 			return fail(exitIO, err)
@@ -152,6 +239,12 @@ Examples:
   ptxgen -arch sm_90                 the same kernel for sm_90 (PTX 7.8)
   ptxgen -kernel %s -k 256 -max-candidates 1024 -block 256 -bins 256
   ptxgen -arch sm_90 -o /tmp/k_sm_90.ptx
+  ptxgen -summary                    params, shared memory, registers, instructions per phase
+  ptxgen -arch sm_90 -diff arch=sm_100
+                                     what changes from sm_90 to sm_100 (a unified diff)
+  ptxgen -summary -diff k=1024,max-candidates=3072
+                                     how the summary changes with K
+  ptxgen -standard runtime           write runtime's embedded kernels and launchers (go generate)
 
 Flags:
 `, fallbackKernel)
