@@ -271,6 +271,35 @@ func TestTopKExact(t *testing.T) {
 	}
 }
 
+// TestTopKEdgeConfigs: the smallest K, a window with no room (MaxCandidates
+// = K), one warp per block, two histogram bins, a target without redux.sync,
+// no unrolling, 1024 threads; with the race detector on.
+func TestTopKEdgeConfigs(t *testing.T) {
+	for _, cfg := range []gen.Config{
+		{K: 1, MaxCandidates: 4, BlockSize: 32, Bins: 32, Target: ptx.SM90},
+		{K: 7, MaxCandidates: 7, BlockSize: 32, Bins: 2, Target: ptx.SM75},
+		{K: 100, MaxCandidates: 100, BlockSize: 128, Bins: 64, Target: ptx.SM80},
+		{K: 1024, MaxCandidates: 3072, BlockSize: 256, Bins: 1024, Target: ptx.SM90},
+		{K: 512, MaxCandidates: 1536, BlockSize: 1024, Bins: 1024, Target: ptx.SM100, Unroll: 1},
+	} {
+		t.Run(fmt.Sprint(cfg), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, uint64(cfg.K)))
+			cs := rows(r, cfg.K, cfg.MaxCandidates, 3*cfg.MaxCandidates+37)
+			for _, name := range []string{"topk_fallback", "topk_radix"} {
+				p, k := load(t, name, cfg)
+				idx, vals := launch(t, p, k, cs, true)
+				checkRows(t, name, cs, cfg.K, idx, vals)
+			}
+			p, k := load(t, "gvr_topk", cfg)
+			for _, mode := range []string{"perfect", "garbage"} {
+				predict(r, cs, mode, cfg.K)
+				idx, vals := launch(t, p, k, cs, true)
+				checkRows(t, "gvr_topk "+mode, cs, cfg.K, idx, vals)
+			}
+		})
+	}
+}
+
 // TestTopKRaceFree runs the kernels under the interpreter's shared-memory
 // race detector: every shared word is ordered by a barrier between writers
 // and readers.
