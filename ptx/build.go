@@ -549,6 +549,12 @@ func (e *Entry) Redux(op string, d Reg, a Reg, mask Operand) {
 	e.Emit("redux", []string{"sync", op, d.T.Name()}, d, a, mask)
 }
 
+// MatchAny emits d = the mask of the lanes in mask whose a equals this
+// lane's (match.any.sync.b32).
+func (e *Entry) MatchAny(d Reg, a Reg, mask Operand) {
+	e.Emit("match", []string{"any", "sync", "b32"}, d, a, mask)
+}
+
 // Activemask emits d = the mask of currently active lanes.
 func (e *Entry) Activemask(d Reg) { e.Emit("activemask", []string{"b32"}, d) }
 

@@ -345,6 +345,15 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 		if s.Type == F32 || abs || nan {
 			s.Feature, s.PTX = FeatReduxF32, v86
 		}
+	case "match":
+		if _, ok := m.take("any"); !ok {
+			return s, fmt.Errorf("match needs .any (match.all is not supported)")
+		}
+		if _, ok := m.take("sync"); !ok {
+			return s, fmt.Errorf("match.any needs .sync")
+		}
+		s.Type, err = bits(m)
+		s.Args, s.Feature, s.PTX = rw(B32, s.Type, U32), FeatMatch, v60
 	case "activemask":
 		s.Type, err = m.typ()
 		s.Args, s.Feature, s.PTX = rw(B32), FeatVote, v62

@@ -88,6 +88,7 @@ const (
 	FeatCpAsync               // cp.async: sm_80
 	FeatVote                  // vote.sync / shfl.sync / activemask: sm_30
 	FeatSharedCluster         // the .shared::cluster state space: sm_90
+	FeatMatch                 // match.any.sync: sm_70
 )
 
 var featureNames = [...]string{
@@ -100,6 +101,7 @@ var featureNames = [...]string{
 	FeatCpAsync:       "cp.async (sm_80+)",
 	FeatVote:          "warp-synchronous vote/shfl (sm_30+)",
 	FeatSharedCluster: ".shared::cluster (sm_90+)",
+	FeatMatch:         "match.sync (sm_70+)",
 }
 
 func (f Feature) String() string {
@@ -114,6 +116,8 @@ func (t Target) Has(f Feature) bool {
 	switch f {
 	case FeatNone, FeatGlobalTimer, FeatVote:
 		return t.SM >= 30
+	case FeatMatch:
+		return t.SM >= 70
 	case FeatReduxInt, FeatMinMaxNaN, FeatCpAsync:
 		return t.SM >= 80
 	case FeatReduxF32:

@@ -295,3 +295,37 @@ func TestActivemaskAndWarpSync(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchAny: each lane gets the mask of the lanes with its value, among
+// the member lanes (here the active ones: lanes 0-23, inside a branch).
+func TestMatchAny(t *testing.T) {
+	p := threadKernel(t, ptx.SM90, func(e *ptx.Entry, tid, res ptx.Reg) {
+		lane := e.Reg(ptx.U32)
+		e.And(lane, tid, ptx.Imm(31))
+		v := e.Reg(ptx.U32)
+		e.Rem(v, lane, ptx.Imm(5)) // values 0..4
+		e.Mov(res, ptx.Imm(0xFFFFFFFF))
+		in := e.Pred()
+		e.Setp(in, ptx.LT, lane, ptx.Imm(24))
+		e.If(in, func() {
+			m := e.Reg(ptx.U32)
+			e.Activemask(m)
+			e.MatchAny(res, v, m)
+		})
+	})
+	got := mustRunThreads(t, p, 32)
+	for l, g := range got {
+		var want uint32 = 0xFFFFFFFF
+		if l < 24 {
+			want = 0
+			for j := 0; j < 24; j++ {
+				if j%5 == l%5 {
+					want |= 1 << j
+				}
+			}
+		}
+		if g != want {
+			t.Errorf("lane %d: %#x, want %#x", l, g, want)
+		}
+	}
+}

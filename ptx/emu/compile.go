@@ -178,7 +178,7 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 		ci.kind = kExit
 	case "bar", "barrier":
 		err = c.barrier(&ci, in)
-	case "shfl", "vote", "redux":
+	case "shfl", "vote", "redux", "match":
 		ci.kind = kColl
 		err = c.collective(&ci, in, sig)
 	case "membar", "fence":

@@ -54,8 +54,40 @@ func (c *compiler) collective(ci *inst, in *ptx.Inst, sig ptx.Sig) error {
 		return c.shfl(ci, in)
 	case "vote":
 		return c.vote(ci, in)
+	case "match":
+		return c.match(ci, in)
 	}
 	return c.redux(ci, in, sig)
+}
+
+// match.any: each lane gets the mask of the member lanes whose value equals
+// its own.
+func (c *compiler) match(ci *inst, in *ptx.Inst) error {
+	d, err := c.dst(in.Args[0])
+	if err != nil {
+		return err
+	}
+	a, err := c.src(in.Args[1], ptx.U32)
+	if err != nil {
+		return err
+	}
+	ci.coll = func(w *warp, part uint32) {
+		A := *w.v(a) // d may be a: read it first
+		var out [32]uint32
+		for x := part; x != 0; x &= x - 1 {
+			lane := bits.TrailingZeros32(x)
+			for y := part; y != 0; y &= y - 1 {
+				if j := bits.TrailingZeros32(y); uint32(A[j]) == uint32(A[lane]) {
+					out[lane] |= 1 << j
+				}
+			}
+		}
+		for x := part; x != 0; x &= x - 1 {
+			lane := bits.TrailingZeros32(x)
+			w.r[d][lane] = uint64(out[lane])
+		}
+	}
+	return nil
 }
 
 // shfl follows the PTX pseudocode: c packs the clamp value (c[4:0]) and
