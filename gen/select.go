@@ -52,7 +52,8 @@ func (c *cta) tiesOf(w walker, kth ptx.Reg) stream {
 type selectShared struct {
 	hist    [2]region // one u32 per bin; passes alternate between the two
 	scratch region    // one u32 per warp (block scans)
-	scalars region    // the found digit, count above it, count in it
+	scalars region    // the found digit, count above it, count in it; smallSelect's counter
+	small   region    // smallSelect's (key, index) pairs, one per lane
 	bins    int
 }
 
@@ -61,6 +62,7 @@ func allocSelect(l *layout, bins, warps int) selectShared {
 		hist:    [2]region{l.alloc("hist0", 4*bins, 16), l.alloc("hist1", 4*bins, 16)},
 		scratch: l.alloc("select_scratch", 4*warps, 4),
 		scalars: l.alloc("select_scalars", 16, 16),
+		small:   l.alloc("select_small", 8*warpSize, 16),
 		bins:    bins,
 	}
 }
@@ -78,60 +80,88 @@ type selection struct {
 // ceil(32 / log2(bins)) passes, each an exact count, so ties and NaN need
 // no special case. passes, if non-nil, counts the passes made.
 func (c *cta) radixSelect(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) selection {
+	r := c.newRadix(s, R, sh, passes)
+	for !r.done() {
+		r.pass()
+	}
+	return r.sel
+}
+
+// radix is a radix select under way: the digits fixed so far (sel.r, the
+// lower bits zero), how many ranks are above them (sel.above), how many
+// share them (sel.equal), and which rank is wanted among those (rem).
+type radix struct {
+	c      *cta
+	s      stream
+	sh     selectShared
+	passes ptx.Reg
+	digits []digit // from the most significant
+	p      int     // the next pass
+	rem    ptx.Reg
+	sel    selection
+}
+
+// digit is the rank bits [lo, hi) one pass histograms.
+type digit struct{ lo, hi int }
+
+func (c *cta) newRadix(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) *radix {
 	e := c.e
+	r := &radix{c: c, s: s, sh: sh, passes: passes, rem: c.u32(),
+		sel: selection{r: c.constU32(0), above: c.constU32(0), equal: c.u32()}}
+	e.Mov(r.rem, R)
 	db := bits.TrailingZeros(uint(sh.bins))
-	rem := c.u32()
-	e.Mov(rem, R)
-	prefix := c.constU32(0)
-	above := c.constU32(0)
-	equal := c.u32()
-	// Digits from the most significant: bits [lo, hi).
-	type digit struct{ lo, hi int }
-	var digits []digit
 	for hi := 32; hi > 0; hi -= db {
-		digits = append(digits, digit{max(0, hi-db), hi})
+		r.digits = append(r.digits, digit{max(0, hi-db), hi})
 	}
-	c.clearShared(sh.hist[0], 1<<(digits[0].hi-digits[0].lo))
+	c.clearShared(sh.hist[0], 1<<(r.digits[0].hi-r.digits[0].lo))
 	c.sync()
-	for p, d := range digits {
-		lo, hi, nb := d.lo, d.hi, 1<<(d.hi-d.lo)
-		hist := sh.hist[p%2]
-		if passes.T != ptx.TypeInvalid {
-			e.Add(passes, passes, ptx.Imm(1))
-		}
-		e.Comment("radix select: digit bits [%d, %d)", lo, hi)
-		s(func(r ptx.Reg) {
-			count := func() {
-				d := c.u32()
-				e.Shr(d, r, ptx.Imm(int64(lo)))
-				e.And(d, d, ptx.Imm(int64(nb-1)))
-				e.Red(ptx.SpaceShared, "add", ptx.U32, c.smem.elem(hist, d, 4), ptx.Imm(1))
-			}
-			if hi == 32 {
-				count()
-				return
-			}
-			// Only ranks whose higher digits match the ones fixed so far.
-			m := c.u32()
-			e.Xor(m, r, prefix)
-			e.Shr(m, m, ptx.Imm(int64(hi)))
-			e.If(c.setp(ptx.EQ, m, ptx.Imm(0)), count)
-		})
-		c.sync()
-		if p+1 < len(digits) {
-			// The next pass's histogram is the other buffer: clear it now;
-			// findBin's closing barrier orders the clearing before its use.
-			next := digits[p+1]
-			c.clearShared(sh.hist[(p+1)%2], 1<<(next.hi-next.lo))
-		}
-		dig, ab, cnt := c.findBin(sh, hist, nb, rem)
-		e.Shl(dig, dig, ptx.Imm(int64(lo)))
-		e.Or(prefix, prefix, dig)
-		e.Sub(rem, rem, ab)
-		e.Add(above, above, ab)
-		e.Mov(equal, cnt)
+	return r
+}
+
+// done reports whether every digit is fixed (known when generating).
+func (r *radix) done() bool { return r.p == len(r.digits) }
+
+// pass fixes the next digit.
+func (r *radix) pass() {
+	c, e := r.c, r.c.e
+	d := r.digits[r.p]
+	lo, hi, nb := d.lo, d.hi, 1<<(d.hi-d.lo)
+	hist := r.sh.hist[r.p%2]
+	if r.passes.T != ptx.TypeInvalid {
+		e.Add(r.passes, r.passes, ptx.Imm(1))
 	}
-	return selection{r: prefix, above: above, equal: equal}
+	e.Comment("radix select: digit bits [%d, %d)", lo, hi)
+	r.s(func(x ptx.Reg) {
+		count := func() {
+			d := c.u32()
+			e.Shr(d, x, ptx.Imm(int64(lo)))
+			e.And(d, d, ptx.Imm(int64(nb-1)))
+			e.Red(ptx.SpaceShared, "add", ptx.U32, c.smem.elem(hist, d, 4), ptx.Imm(1))
+		}
+		if hi == 32 {
+			count()
+			return
+		}
+		// Only ranks whose higher digits match the ones fixed so far.
+		m := c.u32()
+		e.Xor(m, x, r.sel.r)
+		e.Shr(m, m, ptx.Imm(int64(hi)))
+		e.If(c.setp(ptx.EQ, m, ptx.Imm(0)), count)
+	})
+	c.sync()
+	if r.p+1 < len(r.digits) {
+		// The next pass's histogram is the other buffer: clear it now;
+		// findBin's closing barrier orders the clearing before its use.
+		next := r.digits[r.p+1]
+		c.clearShared(r.sh.hist[(r.p+1)%2], 1<<(next.hi-next.lo))
+	}
+	dig, ab, cnt := c.findBin(r.sh, hist, nb, r.rem)
+	e.Shl(dig, dig, ptx.Imm(int64(lo)))
+	e.Or(r.sel.r, r.sel.r, dig)
+	e.Sub(r.rem, r.rem, ab)
+	e.Add(r.sel.above, r.sel.above, ab)
+	e.Mov(r.sel.equal, cnt)
+	r.p++
 }
 
 // clearShared zeroes the first n words of r.
@@ -215,29 +245,102 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	})
 }
 
-// exactSelect writes the Top-K of the elements w visits: the K-th key by
-// radix select, then, if only some of the elements equal to it fit, the
-// cut among them by lowest index, then the selected elements.
+// exactSelect writes the Top-K of the elements w visits. The K-th element
+// in the Top-K order (key descending, then index ascending) is found as a
+// (key, index) pair; then every element before it in that order, and it,
+// are written. A radix select on the keys fixes all digits but the last;
+// usually few elements then share the K-th one's high bits, and one warp
+// ranks them exactly (smallSelect). Otherwise the last digit pass follows,
+// and, if only some of the elements equal to the K-th key fit, a second
+// radix select on their inverted indices finds the cut.
 func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg) {
 	e := c.e
-	kth := c.radixSelect(c.keysOf(w), K, sh, passes)
-	need := c.u32()
-	e.Sub(need, K, kth.above)
-	// cut: the highest index taken among the elements equal to the K-th key.
-	cut := c.constU32(0xFFFFFFFF)
-	e.If(c.setp(ptx.LT, need, kth.equal), func() {
-		e.Comment("ties at the K-th key: keep the %s lowest indices", "need")
-		tie := c.radixSelect(c.tiesOf(w, kth.r), need, sh, passes)
-		e.Not(cut, tie.r)
+	r := c.newRadix(c.keysOf(w), K, sh, passes)
+	for r.p < len(r.digits)-1 {
+		r.pass()
+	}
+	kthKey, kthIdx := c.u32(), c.u32()
+	e.IfElse(c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)), func() {
+		c.smallSelect(w, r, kthKey, kthIdx)
+	}, func() {
+		r.pass()
+		need := c.u32()
+		e.Sub(need, K, r.sel.above)
+		e.Mov(kthKey, r.sel.r)
+		e.Mov(kthIdx, ptx.Imm(0xFFFFFFFF))
+		e.If(c.setp(ptx.LT, need, r.sel.equal), func() {
+			e.Comment("ties at the K-th key: keep the %s lowest indices", "need")
+			tie := c.radixSelect(c.tiesOf(w, kthKey), need, sh, passes)
+			e.Not(kthIdx, tie.r)
+		})
 	})
 	c.writeSelected(w, func(x elem) ptx.Pred {
 		k := c.key(x.bits)
-		sel := c.setp(ptx.GT, k, kth.r)
-		tie := c.setp(ptx.EQ, k, kth.r)
-		e.AndPred(tie, tie, c.setp(ptx.LE, x.idx(), cut))
+		sel := c.setp(ptx.GT, k, kthKey)
+		tie := c.setp(ptx.EQ, k, kthKey)
+		e.AndPred(tie, tie, c.setp(ptx.LE, x.idx(), kthIdx))
 		e.OrPred(sel, sel, tie)
 		return sel
 	}, o, sh.scratch)
+}
+
+// smallSelect finds the K-th element when at most 32 elements share the
+// digits r has fixed: it gathers them (key, index) into shared memory, in
+// any order, and one warp ranks each against the others in the Top-K order;
+// the one ranked r.rem-th is the K-th. The ranks do not depend on the
+// gathering order, so neither does the result.
+func (c *cta) smallSelect(w walker, r *radix, kthKey, kthIdx ptx.Reg) {
+	e, sh := c.e, r.sh
+	e.Comment("small bin: one warp ranks the elements that share the K-th one's high bits")
+	lowBits := int64(r.digits[r.p].hi)
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
+	})
+	c.sync()
+	w(func(x elem) {
+		k := c.key(x.bits)
+		m := c.u32()
+		e.Xor(m, k, r.sel.r)
+		e.Shr(m, m, ptx.Imm(lowBits))
+		e.If(c.setp(ptx.EQ, m, ptx.Imm(0)), func() {
+			slot := c.u32()
+			e.Atom(ptx.SpaceShared, "add", slot, c.smem.at(sh.scalars, 12), ptx.Imm(1))
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 8), ptx.Vec{k, x.idx()})
+		})
+	})
+	c.sync()
+	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
+		// Lane l holds element l (past the gathered ones: the lowest
+		// possible (key, index), which ranks after all of them).
+		k, i := c.u32(), c.u32()
+		e.Mov(k, ptx.Imm(0))
+		e.Mov(i, ptx.Imm(0xFFFFFFFF))
+		e.If(c.setp(ptx.LT, c.lane, r.sel.equal), func() {
+			e.Ld(ptx.SpaceShared, ptx.Vec{k, i}, c.smem.elem(sh.small, c.lane, 8))
+		})
+		// rank = how many elements come before this one.
+		rank := c.constU32(0)
+		j := c.u32()
+		e.For(j, ptx.Imm(0), ptx.Imm(warpSize), ptx.Imm(1), func() {
+			kj, ij := c.u32(), c.u32()
+			e.Shfl(ptx.ShflIdx, kj, k, j, ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+			e.Shfl(ptx.ShflIdx, ij, i, j, ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+			before := c.setp(ptx.GT, kj, k)
+			same := c.setp(ptx.EQ, kj, k)
+			e.AndPred(same, same, c.setp(ptx.LT, ij, i))
+			e.OrPred(before, before, same)
+			e.Guarded(before, func() { e.Add(rank, rank, ptx.Imm(1)) })
+		})
+		want := c.u32()
+		e.Sub(want, r.rem, ptx.Imm(1))
+		e.If(c.setp(ptx.EQ, rank, want), func() {
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 0), k)
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 4), i)
+		})
+	})
+	c.sync()
+	e.Ld(ptx.SpaceShared, kthKey, c.smem.at(sh.scalars, 0))
+	e.Ld(ptx.SpaceShared, kthIdx, c.smem.at(sh.scalars, 4))
 }
 
 // writeSelected writes the elements of w for which sel holds to o, at

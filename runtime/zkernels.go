@@ -74,7 +74,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k512_sm_80.ptx",
 		PTX:         ptxGVRTopKK512SM80,
 		Block:       512,
-		SharedBytes: 29008,
+		SharedBytes: 29264,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -83,7 +83,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k512_sm_90.ptx",
 		PTX:         ptxGVRTopKK512SM90,
 		Block:       512,
-		SharedBytes: 29008,
+		SharedBytes: 29264,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -92,7 +92,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k512_sm_100.ptx",
 		PTX:         ptxGVRTopKK512SM100,
 		Block:       512,
-		SharedBytes: 29008,
+		SharedBytes: 29264,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -101,7 +101,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k1024_sm_80.ptx",
 		PTX:         ptxGVRTopKK1024SM80,
 		Block:       512,
-		SharedBytes: 41296,
+		SharedBytes: 41552,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -110,7 +110,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k1024_sm_90.ptx",
 		PTX:         ptxGVRTopKK1024SM90,
 		Block:       512,
-		SharedBytes: 41296,
+		SharedBytes: 41552,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -119,7 +119,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k1024_sm_100.ptx",
 		PTX:         ptxGVRTopKK1024SM100,
 		Block:       512,
-		SharedBytes: 41296,
+		SharedBytes: 41552,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -128,7 +128,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k2048_sm_80.ptx",
 		PTX:         ptxGVRTopKK2048SM80,
 		Block:       512,
-		SharedBytes: 65872,
+		SharedBytes: 66128,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -137,7 +137,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k2048_sm_90.ptx",
 		PTX:         ptxGVRTopKK2048SM90,
 		Block:       512,
-		SharedBytes: 65872,
+		SharedBytes: 66128,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -146,7 +146,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/gvr_topk_k2048_sm_100.ptx",
 		PTX:         ptxGVRTopKK2048SM100,
 		Block:       512,
-		SharedBytes: 65872,
+		SharedBytes: 66128,
 		Params:      []string{"scores", "row_stride", "lengths", "pred", "pred_stride", "pred_count", "out_idx", "out_vals"},
 	},
 	{
@@ -155,7 +155,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k512_sm_80.ptx",
 		PTX:         ptxTopKFallbackK512SM80,
 		Block:       512,
-		SharedBytes: 29008,
+		SharedBytes: 29264,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -164,7 +164,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k512_sm_90.ptx",
 		PTX:         ptxTopKFallbackK512SM90,
 		Block:       512,
-		SharedBytes: 29008,
+		SharedBytes: 29264,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -173,7 +173,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k512_sm_100.ptx",
 		PTX:         ptxTopKFallbackK512SM100,
 		Block:       512,
-		SharedBytes: 29008,
+		SharedBytes: 29264,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -182,7 +182,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k1024_sm_80.ptx",
 		PTX:         ptxTopKFallbackK1024SM80,
 		Block:       512,
-		SharedBytes: 41296,
+		SharedBytes: 41552,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -191,7 +191,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k1024_sm_90.ptx",
 		PTX:         ptxTopKFallbackK1024SM90,
 		Block:       512,
-		SharedBytes: 41296,
+		SharedBytes: 41552,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -200,7 +200,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k1024_sm_100.ptx",
 		PTX:         ptxTopKFallbackK1024SM100,
 		Block:       512,
-		SharedBytes: 41296,
+		SharedBytes: 41552,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -209,7 +209,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k2048_sm_80.ptx",
 		PTX:         ptxTopKFallbackK2048SM80,
 		Block:       512,
-		SharedBytes: 65872,
+		SharedBytes: 66128,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -218,7 +218,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k2048_sm_90.ptx",
 		PTX:         ptxTopKFallbackK2048SM90,
 		Block:       512,
-		SharedBytes: 65872,
+		SharedBytes: 66128,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 	{
@@ -227,7 +227,7 @@ var standardKernels = []StandardKernel{
 		File:        "kernels/topk_fallback_k2048_sm_100.ptx",
 		PTX:         ptxTopKFallbackK2048SM100,
 		Block:       512,
-		SharedBytes: 65872,
+		SharedBytes: 66128,
 		Params:      []string{"scores", "row_stride", "lengths", "out_idx", "out_vals"},
 	},
 }
