@@ -4,8 +4,8 @@
 #   runtime  gpubin/runtime.test -test.v   (device, buffers, JIT logs, launches, graphs)
 #   topk     gpubin/topk.test -test.v      (adversarial exactness, determinism, decode loop, graphs,
 #            errors), in groups of tests, one process each (see TOPK_GROUPS)
-#   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx and the embedded
-#            runtime/kernels/*.ptx; all must assemble, every sm_100 one included
+#   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx, the embedded
+#            runtime/kernels/*.ptx and golden/*.ptx; all must assemble, every sm_100 one included
 #   bench    gpubin/gvrbench               (the benchmark table)
 # Each step's full output goes to $OUT (or gpubin/out when OUT is unset);
 # stdout gets a short summary per step, failures in full. Every step runs
@@ -101,8 +101,8 @@ for step in $STEPS; do
     log=$OUT/ptxas.log
     "$PTXAS" --version | tail -n 2 >"$log"
     nok=0 nbad=0 n100=0
-    n100want=$(ls gpubin/*_sm_100.ptx runtime/kernels/*_sm_100.ptx 2>/dev/null | wc -l)
-    for f in gpubin/*.ptx runtime/kernels/*.ptx; do
+    n100want=$(ls gpubin/*_sm_100.ptx runtime/kernels/*_sm_100.ptx golden/*_sm_100.ptx 2>/dev/null | wc -l)
+    for f in gpubin/*.ptx runtime/kernels/*.ptx golden/*.ptx; do
       [[ $f =~ _(sm_[0-9]+[a-z]?)\.ptx$ ]] || continue
       arch=${BASH_REMATCH[1]}
       if out=$("$PTXAS" -arch="$arch" -v -o /dev/null "$f" 2>&1); then
