@@ -253,16 +253,14 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 // ranks them exactly (smallSelect). Otherwise the last digit pass follows,
 // and, if only some of the elements equal to the K-th key fit, a second
 // radix select on their inverted indices finds the cut.
-func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg) {
+func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, small bool) {
 	e := c.e
 	r := c.newRadix(c.keysOf(w), K, sh, passes)
 	for r.p < len(r.digits)-1 {
 		r.pass()
 	}
 	kthKey, kthIdx := c.u32(), c.u32()
-	e.IfElse(c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)), func() {
-		c.smallSelect(w, r, kthKey, kthIdx)
-	}, func() {
+	finish := func() {
 		r.pass()
 		need := c.u32()
 		e.Sub(need, K, r.sel.above)
@@ -273,7 +271,14 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 			tie := c.radixSelect(c.tiesOf(w, kthKey), need, sh, passes)
 			e.Not(kthIdx, tie.r)
 		})
-	})
+	}
+	if small {
+		e.IfElse(c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)), func() {
+			c.smallSelect(w, r, kthKey, kthIdx)
+		}, finish)
+	} else {
+		finish()
+	}
 	c.writeSelected(w, func(x elem) ptx.Pred {
 		k := c.key(x.bits)
 		sel := c.setp(ptx.GT, k, kthKey)
