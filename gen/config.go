@@ -22,6 +22,10 @@ type Config struct {
 	// Instrument adds phase timestamps and counters written to a stats
 	// buffer. Off by default, and then free: no code is emitted for it.
 	Instrument bool
+	// Sorted writes each row's Top-K in rank order (key descending, then
+	// index ascending) instead of as a set in no particular order. It
+	// costs a bitonic sort of K elements in shared memory per row.
+	Sorted bool
 }
 
 // DefaultConfig is the configuration of the GVR paper: K = 2048,
@@ -44,6 +48,9 @@ func (c Config) String() string {
 	}
 	if c.Instrument {
 		s += " Instrument"
+	}
+	if c.Sorted {
+		s += " Sorted"
 	}
 	return s
 }

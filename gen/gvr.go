@@ -78,6 +78,7 @@ type topkShared struct {
 	sel    selectShared
 	reduce region                     // block reductions of up to four values
 	cand   struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
+	stage  *staging                   // sorted output only
 }
 
 // newTopKShared lays out a Top-K kernel's shared memory in l. The radix
@@ -90,6 +91,9 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 	if withCand {
 		s.cand.bits = l.alloc("cand_bits", 4*cfg.MaxCandidates, 16)
 		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
+	}
+	if cfg.Sorted {
+		s.stage = allocStaging(l, cfg.K)
 	}
 	return s
 }
@@ -174,6 +178,12 @@ func newTopK(name string, cfg Config, withPred, withCand bool) (*topk, *ptx.Modu
 	if cfg.Instrument {
 		t.stats = t.u64()
 		e.Mov(t.stats, t.elemAddr(t.global(pStats), r, StatsBytes).Base)
+	}
+	if cfg.Sorted {
+		// Every path stores its selection into the staging buffer; finish
+		// sorts it into the output.
+		t.out.stage = t.stage
+		t.clearStaging(t.stage)
 	}
 	return t, m, pp
 }
@@ -297,8 +307,7 @@ func genRadix(cfg Config) (*Kernel, error) {
 		e.Mov(t.path, ptx.Imm(PathExact))
 		t.exactPath()
 	})
-	t.stamp(4)
-	t.writeStats()
+	t.finish()
 	return finish("topk_radix", cfg, m, t.cta)
 }
 
@@ -320,6 +329,15 @@ func (t *topk) body(phase1 func() guess) {
 			t.exactPath()
 		})
 	})
+	t.finish()
+}
+
+// finish sorts the selection into rank order (Sorted only), then records
+// the last phase boundary and the stats.
+func (t *topk) finish() {
+	if t.cfg.Sorted {
+		t.sortStaged(t.stage, t.out, t.cfg.K)
+	}
 	t.stamp(4)
 	t.writeStats()
 }

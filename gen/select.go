@@ -230,15 +230,24 @@ func (c *cta) findBin(sh selectShared, hist region, nb int, R ptx.Reg) (dig, abo
 }
 
 // outRow is where a row's result goes: K index slots and, when vals is
-// not null, K value slots.
+// not null, K value slots; or, for sorted output, the staging buffer that
+// sortStaged orders and copies there.
 type outRow struct {
 	idx     ptx.Reg  // u64 global address of the row's first index slot
 	vals    ptx.Reg  // u64 global address of the first value slot (0: none)
 	hasVals ptx.Pred // vals != 0
+	stage   *staging // non-nil: store into shared memory for sorting
 }
 
+// store puts the element (idx, bits) in output slot pos.
 func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	e := c.e
+	if s := o.stage; s != nil {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.key, pos, 4), c.key(bits))
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.idx, pos, 4), idx)
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, pos, 4), bits)
+		return
+	}
 	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, pos, 4), idx)
 	e.If(o.hasVals, func() {
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)
@@ -363,5 +372,105 @@ func (c *cta) writeSelected(w walker, sel func(elem) ptx.Pred, o outRow, scratch
 			c.store(o, pos, x.idx(), x.bits)
 			e.Add(pos, pos, ptx.Imm(1))
 		})
+	})
+}
+
+// staging holds a row's selected elements in shared memory for sorting:
+// size (a power of two, at least K) slots of key, index and float bits.
+type staging struct {
+	key, idx, bits region
+	size           int
+}
+
+func allocStaging(l *layout, k int) *staging {
+	size := 1
+	for size < k {
+		size *= 2
+	}
+	return &staging{
+		key:  l.alloc("stage_key", 4*size, 16),
+		idx:  l.alloc("stage_idx", 4*size, 16),
+		bits: l.alloc("stage_bits", 4*size, 16),
+		size: size,
+	}
+}
+
+// clearStaging fills every slot with padding: key 0 (below every real key;
+// the lowest is -Inf's), index -1 and value -Inf, which is what the slots
+// past a short row's length must hold, and where padding sorts: last.
+func (c *cta) clearStaging(s *staging) {
+	e := c.e
+	j := c.u32()
+	e.For(j, c.tid, ptx.Imm(int64(s.size)), ptx.Imm(int64(c.threads)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.key, j, 4), ptx.Imm(0))
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.idx, j, 4), ptx.Imm(0xFFFFFFFF))
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, j, 4), ptx.Imm(0xFF800000))
+	})
+	c.sync()
+}
+
+// sortStaged sorts the staging buffer into rank order (key descending,
+// then index ascending) with a bitonic network, one barrier per stage, and
+// copies its first k slots to o's global row.
+func (c *cta) sortStaged(s *staging, o outRow, k int) {
+	e := c.e
+	e.Comment("sorted output: bitonic sort of %d slots in shared memory", s.size)
+	c.sync()
+	i := c.u32()
+	for size := 2; size <= s.size; size *= 2 {
+		for stride := size / 2; stride > 0; stride /= 2 {
+			// Thread pair p compares slots a = p with its low bits of
+			// stride spread out, and b = a + stride; blocks of size alternate
+			// between rank order and its reverse until the last merge.
+			e.For(i, c.tid, ptx.Imm(int64(s.size/2)), ptx.Imm(int64(c.threads)), func() {
+				a := c.u32()
+				hi := c.u32()
+				e.And(hi, i, ptx.Imm(int64(^(stride-1)&0x7FFFFFFF)))
+				e.Shl(hi, hi, ptx.Imm(1))
+				e.And(a, i, ptx.Imm(int64(stride-1)))
+				e.Or(a, a, hi)
+				b := c.u32()
+				e.Add(b, a, ptx.Imm(int64(stride)))
+				ka, ia, kb, ib := c.u32(), c.u32(), c.u32(), c.u32()
+				e.Ld(ptx.SpaceShared, ka, c.smem.elem(s.key, a, 4))
+				e.Ld(ptx.SpaceShared, ia, c.smem.elem(s.idx, a, 4))
+				e.Ld(ptx.SpaceShared, kb, c.smem.elem(s.key, b, 4))
+				e.Ld(ptx.SpaceShared, ib, c.smem.elem(s.idx, b, 4))
+				// bFirst: b comes before a in rank order.
+				bFirst := c.setp(ptx.GT, kb, ka)
+				same := c.setp(ptx.EQ, kb, ka)
+				e.AndPred(same, same, c.setp(ptx.LT, ib, ia))
+				e.OrPred(bFirst, bFirst, same)
+				// Blocks whose bit `size` is set are ordered in reverse: there
+				// a pair swaps when a comes first.
+				rev := c.u32()
+				e.And(rev, a, ptx.Imm(int64(size)))
+				swap := c.setp(ptx.NE, rev, ptx.Imm(0))
+				e.XorPred(swap, swap, bFirst)
+				ba, bb := c.u32(), c.u32()
+				e.Ld(ptx.SpaceShared, ba, c.smem.elem(s.bits, a, 4))
+				e.Ld(ptx.SpaceShared, bb, c.smem.elem(s.bits, b, 4))
+				e.Guarded(swap, func() {
+					for _, w := range []struct {
+						r        region
+						atA, atB ptx.Reg
+					}{{s.key, kb, ka}, {s.idx, ib, ia}, {s.bits, bb, ba}} {
+						e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(w.r, a, 4), w.atA)
+						e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(w.r, b, 4), w.atB)
+					}
+				})
+			})
+			c.sync()
+		}
+	}
+	// Rank order: slot j is the row's j-th; padding sorted last.
+	j := c.u32()
+	e.For(j, c.tid, ptx.Imm(int64(k)), ptx.Imm(int64(c.threads)), func() {
+		idx, bits := c.u32(), c.u32()
+		e.Ld(ptx.SpaceShared, idx, c.smem.elem(s.idx, j, 4))
+		e.Ld(ptx.SpaceShared, bits, c.smem.elem(s.bits, j, 4))
+		out := o
+		out.stage = nil
+		c.store(out, j, idx, bits)
 	})
 }

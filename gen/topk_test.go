@@ -370,3 +370,23 @@ func FuzzTopK(f *testing.F) {
 		}
 	})
 }
+
+// TestTopKSorted: with Sorted, every kernel writes the Top-K in rank order.
+func TestTopKSorted(t *testing.T) {
+	for _, base := range []gen.Config{cfgK16, cfgK256, cfgK2k, {K: 100, MaxCandidates: 400, BlockSize: 128, Bins: 128, Target: ptx.SM80}} {
+		cfg := base
+		cfg.Sorted = true
+		r := rand.New(rand.NewPCG(9, uint64(cfg.K)))
+		cs := rows(r, cfg.K, cfg.MaxCandidates, 3*cfg.MaxCandidates+5)
+		predict(r, cs, "partial", cfg.K)
+		for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
+			p, k := load(t, name, cfg)
+			idx, vals := launch(t, p, k, cs, true)
+			for row, c := range cs {
+				if err := topk.Check(c.x, cfg.K, true, idx[row], vals[row]); err != nil {
+					t.Errorf("%s K=%d: row %d (%s, n=%d): %v", name, cfg.K, row, c.name, len(c.x), err)
+				}
+			}
+		}
+	}
+}

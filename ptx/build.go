@@ -312,6 +312,9 @@ func (e *Entry) AndPred(d, a, b Pred) { e.Emit("and", []string{"pred"}, d, a, b)
 // OrPred emits d = a || b on predicates.
 func (e *Entry) OrPred(d, a, b Pred) { e.Emit("or", []string{"pred"}, d, a, b) }
 
+// XorPred emits d = a != b on predicates.
+func (e *Entry) XorPred(d, a, b Pred) { e.Emit("xor", []string{"pred"}, d, a, b) }
+
 // Mul emits d = a * b: the low half for integers, round-to-nearest for floats.
 func (e *Entry) Mul(d Reg, a, b Operand) {
 	if d.T.IsFloat() {

@@ -195,9 +195,21 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 			t.Errorf("scans differ")
 		}
 	})
-	for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
-		t.Run(name, func(t *testing.T) {
-			gk := genKernel(t, d, name, cfg)
+	sorted := cfg
+	sorted.Sorted = true
+	for _, run := range []struct {
+		name   string
+		cfg    gen.Config
+		sorted bool
+	}{{"gvr_topk", cfg, false}, {"topk_fallback", cfg, false}, {"topk_radix", cfg, false},
+		{"gvr_topk", sorted, true}, {"topk_fallback", sorted, true}, {"topk_radix", sorted, true}} {
+		name := run.name
+		label := name
+		if run.sorted {
+			label += "/sorted"
+		}
+		t.Run(label, func(t *testing.T) {
+			gk := genKernel(t, d, name, run.cfg)
 			K := cfg.K
 			const rows, stride = 12, 9001
 			x := make([]float32, rows*stride)
@@ -228,10 +240,15 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 						idx[j] = int32(out.b[io][row*K+j])
 						vals[j] = math.Float32frombits(out.b[vo][row*K+j])
 					}
-					if err := topk.Check(rx, K, false, idx, vals); err != nil {
+					if err := topk.Check(rx, K, run.sorted, idx, vals); err != nil {
 						t.Errorf("%s row %d (n=%d): %v", out.who, row, n, err)
 					}
 				}
+			}
+			// Sorted output is fully determined by the input, so the
+			// interpreter and the GPU agree bit for bit.
+			if run.sorted && (!slices.Equal(gpu[io], cpu[io]) || !slices.Equal(gpu[vo], cpu[vo])) {
+				t.Errorf("sorted outputs differ between the GPU and the interpreter")
 			}
 		})
 	}

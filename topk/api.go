@@ -24,6 +24,10 @@ type Config struct {
 	Layers  int // independent feedback buffers, one per attention layer; 0 means 1
 	// Values makes Select write the selected values beside the indices.
 	Values bool
+	// Sorted makes each row's result come in rank order (value descending,
+	// NaN first, ties by lowest index) instead of as a set in no order; it
+	// costs a sort of K elements per row in shared memory.
+	Sorted bool
 	// Instrument uses the instrumented kernels and keeps a Stats record
 	// per row (costs a little time).
 	Instrument bool
@@ -60,7 +64,7 @@ func (c Config) withDefaults() Config {
 // target t.
 func (c Config) kernelConfig(t ptx.Target) gen.Config {
 	return gen.Config{K: c.K, MaxCandidates: c.MaxCandidates, BlockSize: c.BlockSize, Bins: c.Bins,
-		Target: t, Unroll: c.Unroll, Instrument: c.Instrument}
+		Target: t, Unroll: c.Unroll, Instrument: c.Instrument, Sorted: c.Sorted}
 }
 
 // validate checks c (with defaults) and its kernel configuration for t.
@@ -106,7 +110,8 @@ type Batch struct {
 type Result struct {
 	Layer, Rows, K int
 	// Indices is the layer's feedback buffer, int32 [MaxRows, K]: row r's
-	// min(K, n) selected indices (a set, in no order) are in its first K
+	// min(K, n) selected indices (a set in no order; in rank order with
+	// Config.Sorted) are in its first K
 	// slots, then -1 for the slots past n. The next Select of the layer
 	// reads it as its prediction, so leave it as it is.
 	Indices *runtime.Buffer

@@ -73,8 +73,8 @@ func alloc(t testing.TB, d *runtime.Device, bytes int) *runtime.Buffer {
 
 // checkRow compares one row's output with the reference want: the index
 // set (Compare), and each value bit for bit when vals is not nil.
-func checkRow(x []float32, want, idx []int32, vals []float32) error {
-	if err := Compare(idx, want, false); err != nil {
+func checkRow(x []float32, want, idx []int32, vals []float32, sorted bool) error {
+	if err := Compare(idx, want, sorted); err != nil {
 		return err
 	}
 	for j, i := range idx {
@@ -361,6 +361,8 @@ func suiteConfigs() []suiteConfig {
 		{"K2048-unroll1", with(func(c *gen.Config) { c.Unroll = 1 }), 2},
 		{"K256-B256", with(func(c *gen.Config) { c.K, c.MaxCandidates, c.BlockSize, c.Bins = 256, 1024, 256, 256 }), 4},
 		{"K16-B128", with(func(c *gen.Config) { c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256 }), 4},
+		{"K2048-sorted", with(func(c *gen.Config) { c.Sorted = true }), 4},
+		{"K100-sorted", with(func(c *gen.Config) { c.K, c.MaxCandidates, c.BlockSize, c.Bins, c.Sorted = 100, 1024, 128, 256, true }), 4},
 	}
 }
 
@@ -417,7 +419,7 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		copy(host[sh.offset+r*sh.stride:], x[r])
 	})
 	want := make([][]int32, rows)
-	parallel(rows, func(r int) { want[r], _ = Reference(x[r], k, false) })
+	parallel(rows, func(r int) { want[r], _ = Reference(x[r], k, cfg.Sorted) })
 	lengths := make([]int32, rows)
 	for r, n := range sh.lengths {
 		lengths[r] = int32(n)
@@ -456,7 +458,7 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 			if v != nil {
 				rv = v[r*k : (r+1)*k]
 			}
-			if err := checkRow(x[r], want[r], idx[r*k:(r+1)*k], rv); err != nil {
+			if err := checkRow(x[r], want[r], idx[r*k:(r+1)*k], rv, cfg.Sorted); err != nil {
 				t.Errorf("%s, %s rows, %s: row %d (n=%d, stride %d): %v", what, g.name, sh.name, r, sh.lengths[r], sh.stride, err)
 				if failures++; failures >= 5 {
 					t.Errorf("%s, %s, %s: more failures not shown", what, g.name, sh.name)
@@ -621,7 +623,7 @@ func TestDecodeLoop(t *testing.T) {
 			}
 			for r := range rows {
 				want, _ := Reference(x[r], k, false)
-				if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k]); err != nil {
+				if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
 					t.Fatalf("step %d layer %d row %d (n=%d): %v", step, l, r, len(x[r]), err)
 				}
 				s := st[r]
@@ -728,7 +730,7 @@ func TestGraphReplay(t *testing.T) {
 		}
 		for r := range rows {
 			want, _ := Reference(x[r], k, false)
-			if err := checkRow(x[r], want, gi[r*k:(r+1)*k], gv[r*k:(r+1)*k]); err != nil {
+			if err := checkRow(x[r], want, gi[r*k:(r+1)*k], gv[r*k:(r+1)*k], false); err != nil {
 				t.Fatalf("step %d row %d: %v", step, r, err)
 			}
 		}
@@ -776,7 +778,7 @@ func TestSelectHost(t *testing.T) {
 			}
 			row := x[r*stride : r*stride+n]
 			want, _ := Reference(row, 256, false)
-			if err := checkRow(row, want, idx[r*256:(r+1)*256], vals[r*256:(r+1)*256]); err != nil {
+			if err := checkRow(row, want, idx[r*256:(r+1)*256], vals[r*256:(r+1)*256], false); err != nil {
 				t.Fatalf("step %d row %d: %v", step, r, err)
 			}
 		}

@@ -258,7 +258,8 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 // have a []float32: len(scores)/stride rows of stride elements, each of
 // length stride or lengths[r]. It copies the scores to the device, runs
 // the step on the default stream, waits, and returns the indices (Rows*K,
-// each row a set padded with -1) and, with Config.Values, the values.
+// each row a set, or in rank order with Config.Sorted, padded with -1)
+// and, with Config.Values, the values.
 func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths []int32) (idx []int32, vals []float32, err error) {
 	if stride < 1 || len(scores)%stride != 0 {
 		return nil, nil, fmt.Errorf("topk: SelectHost: %d scores are not whole rows of stride %d", len(scores), stride)
