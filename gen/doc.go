@@ -50,9 +50,11 @@
 // Without a prediction (topk_fallback, or gvr_topk with an empty or garbage
 // one) the first guess comes from a strided row sample held in registers.
 // When no threshold can bracket the K-th key (ties wider than
-// MaxCandidates, NaN mass), the exact path is topk_radix's algorithm: radix
-// select over the row in global memory. The output is written in walk order
-// from block prefix sums: bit-identical run to run.
+// MaxCandidates, NaN mass), the exact path is a radix select over the row in
+// global memory, as in topk_radix (which alone also finishes a small K-th
+// bin in one warp: measured faster there, slower inside the GVR kernels).
+// The output is written in walk order from block prefix sums, or in rank
+// order with Sorted: bit-identical run to run.
 //
 // Every kernel parameter is 64 bits wide (the kernel ABI), shared memory is
 // the module's one dynamic (.extern) array, and the generated PTX carries

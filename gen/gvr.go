@@ -12,9 +12,10 @@ import (
 //     into shared memory, Phase 4 selects exactly K of them there.
 //   - topk_fallback: the same pipeline for rows without a prediction; the
 //     first guess comes from a strided sample of the row.
-//   - topk_radix: exact radix select over the row in global memory. It is
-//     also the exact path of the two kernels above, taken when no threshold
-//     can be bracketed (ties at the K-th value wider than MaxCandidates, say).
+//   - topk_radix: exact radix select over the row in global memory. The
+//     same select (without its small-bin finish) is the exact path of the
+//     two kernels above, taken when no threshold can be bracketed (ties at
+//     the K-th value wider than MaxCandidates, say).
 //
 // Rows of length n <= K are copied whole, padded with index -1 (value -Inf).
 
