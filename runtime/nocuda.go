@@ -27,6 +27,7 @@ func (d *Device) Synchronize() error                                  { return E
 func (d *Device) Alloc(bytes int) (*Buffer, error)                    { return nil, ErrNoCUDA }
 func (d *Device) NewStream() (*Stream, error)                         { return nil, ErrNoCUDA }
 func (d *Device) NewEvent() (*Event, error)                           { return nil, ErrNoCUDA }
+func (d *Device) NewSyncEvent() (*Event, error)                       { return nil, ErrNoCUDA }
 func (d *Device) Kernel(name string, cfg gen.Config) (*Kernel, error) { return nil, ErrNoCUDA }
 func (d *Device) LoadPTX(name, text string, block, sharedBytes, numParams int) (*Kernel, error) {
 	return nil, ErrNoCUDA
@@ -60,12 +61,15 @@ func (s *Stream) Synchronize() error                          { return ErrNoCUDA
 func (s *Stream) Close() error                                { return ErrNoCUDA }
 func (s *Stream) Capture(record func() error) (*Graph, error) { return nil, ErrNoCUDA }
 func (s *Stream) Capturing() (bool, error)                    { return false, ErrNoCUDA }
+func (s *Stream) Wait(e *Event) error                         { return ErrNoCUDA }
+func (s *Stream) Closed() bool                                { return false }
 
 // Event is a CUDA event; without CUDA support there is none.
 type Event struct{}
 
 func (e *Event) Record(s *Stream) error { return ErrNoCUDA }
 func (e *Event) Synchronize() error     { return ErrNoCUDA }
+func (e *Event) Done() (bool, error)    { return false, ErrNoCUDA }
 func (e *Event) Close() error           { return ErrNoCUDA }
 
 // Elapsed returns ErrNoCUDA.

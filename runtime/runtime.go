@@ -377,6 +377,10 @@ func (d *Device) NewStream() (*Stream, error) {
 // Device is the device s belongs to.
 func (s *Stream) Device() *Device { return s.dev }
 
+// Closed reports whether Close was called on s (false for the default
+// stream, nil).
+func (s *Stream) Closed() bool { return s != nil && s.closed }
+
 // check reports whether s can queue work for device d. A nil Stream is the
 // default stream of d.
 func (s *Stream) check(d *Device) error {
@@ -411,7 +415,9 @@ func (s *Stream) Synchronize() error {
 	return nil
 }
 
-// Close destroys s once its queued work is done.
+// Close waits for the work queued on s, then destroys it. (Waiting first
+// means that work on a closed stream is finished: nothing can still need
+// ordering after it.)
 func (s *Stream) Close() error {
 	if err := s.check(s.dev); err != nil {
 		return err
@@ -421,6 +427,10 @@ func (s *Stream) Close() error {
 	}
 	defer s.dev.unbind()
 	s.closed = true
+	if err := s.s.Synchronize(); err != nil {
+		s.s.Destroy()
+		return fmt.Errorf("gvr/runtime: closing a stream on %v: %w", s.dev, driverErr("cuStreamSynchronize", err))
+	}
 	if err := s.s.Destroy(); err != nil {
 		return fmt.Errorf("gvr/runtime: stream on %v: %w", s.dev, driverErr("cuStreamDestroy", err))
 	}
@@ -434,14 +444,21 @@ type Event struct {
 }
 
 // NewEvent makes an event that records time.
-func (d *Device) NewEvent() (*Event, error) {
+func (d *Device) NewEvent() (*Event, error) { return d.newEvent("NewEvent", cu.DefaultEvent) }
+
+// NewSyncEvent makes an event for ordering work between streams
+// (Stream.Wait) and for asking whether work is done (Event.Done). It records
+// no time, which makes it cheaper to record and wait on; Elapsed refuses it.
+func (d *Device) NewSyncEvent() (*Event, error) { return d.newEvent("NewSyncEvent", cu.DisableTiming) }
+
+func (d *Device) newEvent(op string, flags cu.EventFlags) (*Event, error) {
 	if err := d.bind(); err != nil {
 		return nil, err
 	}
 	defer d.unbind()
-	e, err := cu.MakeEvent(cu.DefaultEvent)
+	e, err := cu.MakeEvent(flags)
 	if err != nil {
-		return nil, fmt.Errorf("gvr/runtime: NewEvent on %v: %w", d, driverErr("cuEventCreate", err))
+		return nil, fmt.Errorf("gvr/runtime: %s on %v: %w", op, d, driverErr("cuEventCreate", err))
 	}
 	return &Event{dev: d, e: e}, nil
 }
@@ -457,6 +474,48 @@ func (e *Event) Record(s *Stream) error {
 	defer e.dev.unbind()
 	if err := e.e.Record(s.handle()); err != nil {
 		return fmt.Errorf("gvr/runtime: event on %v: %w", e.dev, driverErr("cuEventRecord", err))
+	}
+	return nil
+}
+
+// Done reports whether the work e recorded has finished (true for an event
+// never recorded). It does not wait, and it may be called while the
+// calling goroutine captures a graph (Stream.Capture).
+func (e *Event) Done() (bool, error) {
+	if err := e.dev.bind(); err != nil {
+		return false, err
+	}
+	defer e.dev.unbind()
+	err := eventQuery(e.e)
+	if err == nil {
+		return true, nil
+	}
+	if de, ok := err.(*DriverError); ok && de.Code == codeNotReady {
+		return false, nil
+	}
+	return false, fmt.Errorf("gvr/runtime: event on %v: %w", e.dev, err)
+}
+
+// codeNotReady is CUDA_ERROR_NOT_READY: the work queried has not finished.
+const codeNotReady = 600
+
+// Wait makes the work queued on s (nil: the default stream) from now on
+// wait for the work e recorded; the host does not wait. e may belong to
+// another device.
+func (s *Stream) Wait(e *Event) error {
+	dev := e.dev
+	if s != nil {
+		dev = s.dev
+	}
+	if err := s.check(dev); err != nil {
+		return err
+	}
+	if err := dev.bind(); err != nil {
+		return err
+	}
+	defer dev.unbind()
+	if err := s.handle().Wait(e.e, 0); err != nil {
+		return fmt.Errorf("gvr/runtime: stream on %v waiting for an event of %v: %w", dev, e.dev, driverErr("cuStreamWaitEvent", err))
 	}
 	return nil
 }

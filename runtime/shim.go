@@ -22,6 +22,20 @@ static CUresult gvrBeginCapture(CUstream s) {
 	return cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
 }
 
+// cuEventQuery with the calling thread's capture mode relaxed for the
+// call: in thread-local mode a query fails while the thread captures,
+// though asking about work outside the capture is safe.
+static CUresult gvrEventQueryRelaxed(CUevent e) {
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CUresult r = cuThreadExchangeStreamCaptureMode(&mode);
+	if (r != CUDA_SUCCESS) {
+		return r;
+	}
+	CUresult q = cuEventQuery(e);
+	r = cuThreadExchangeStreamCaptureMode(&mode);
+	return q != CUDA_SUCCESS ? q : r;
+}
+
 // The current context of this thread, returned by value (a pointer from the
 // Go side would move its variable to the heap).
 static CUcontext gvrCurrentContext(void) {
@@ -56,18 +70,27 @@ type (
 	graphExecHandle = C.CUgraphExec
 )
 
-// gorgonia.org/cu keeps the driver handles of Function and CUContext
-// unexported: each is a struct of one handle, which cfunction and ccontext
-// read (pinned to v0.9.6; the array lengths below fail to compile if the
+// gorgonia.org/cu keeps the driver handles of Function, CUContext and
+// Event unexported: each is a struct of one handle, which cfunction,
+// ccontext and cevent read (pinned to v0.9.6; the array lengths below fail to compile if the
 // structs change size). Stream.C gives the CUstream.
 var (
 	_ [unsafe.Sizeof(cu.Function{})]struct{}  = [unsafe.Sizeof(C.CUfunction(nil))]struct{}{}
 	_ [unsafe.Sizeof(cu.CUContext{})]struct{} = [unsafe.Sizeof(C.CUcontext(nil))]struct{}{}
+	_ [unsafe.Sizeof(cu.Event{})]struct{}     = [unsafe.Sizeof(C.CUevent(nil))]struct{}{}
+)
+
+// codeNotReady (runtime.go) is the header's CUDA_ERROR_NOT_READY.
+var (
+	_ [codeNotReady - C.CUDA_ERROR_NOT_READY]struct{}
+	_ [C.CUDA_ERROR_NOT_READY - codeNotReady]struct{}
 )
 
 func cfunction(fn cu.Function) C.CUfunction { return *(*C.CUfunction)(unsafe.Pointer(&fn)) }
 
 func ccontext(c cu.CUContext) C.CUcontext { return *(*C.CUcontext)(unsafe.Pointer(&c)) }
+
+func cevent(e cu.Event) C.CUevent { return *(*C.CUevent)(unsafe.Pointer(&e)) }
 
 // isCurrent reports whether c is the calling thread's current context.
 func isCurrent(c cu.CUContext) bool { return C.gvrCurrentContext() == ccontext(c) }
@@ -98,6 +121,11 @@ func errorStrings(code int) (name, msg string) {
 
 func setMaxDynamicShared(fn cu.Function, bytes int) error {
 	return check("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", C.gvrSetMaxDynamicShared(cfunction(fn), C.int(bytes)))
+}
+
+// eventQuery is cuEventQuery, allowed while the thread captures a graph.
+func eventQuery(e cu.Event) error {
+	return check("cuEventQuery", C.gvrEventQueryRelaxed(cevent(e)))
 }
 
 func beginCapture(s cu.Stream) error {
