@@ -26,7 +26,10 @@ import (
 	"github.com/gvr-go/gvr/runtime"
 )
 
-var suiteSize = flag.String("gvr.suite", "full", "adversarial suite size: full (up to 64 rows of 262144) or quick")
+var (
+	suiteSize = flag.String("gvr.suite", "full", "adversarial suite size: full (up to 64 rows of 262144) or quick")
+	detRuns   = flag.Int("gvr.runs", 100, "TestDeterminism's runs of each kernel (fewer under compute-sanitizer)")
+)
 
 var testGPU struct {
 	once sync.Once
@@ -500,13 +503,17 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 	return rows
 }
 
-// TestDeterminism runs each kernel 100 times on rows full of ties and
+// TestDeterminism runs each kernel 100 times (-gvr.runs) on rows full of ties and
 // requires bit-identical output arrays.
 func TestDeterminism(t *testing.T) {
 	d := gpu(t)
 	cfg := gen.DefaultConfig()
 	cfg.Target = d.Info().Target
-	const rows, n, runs = 8, 131072, 100
+	const rows, n = 8, 131072
+	runs := *detRuns
+	if runs < 2 {
+		t.Fatalf("-gvr.runs=%d: determinism needs at least 2 runs", runs)
+	}
 	k := cfg.K
 	rng := rand.New(rand.NewPCG(5, 5))
 	host := make([]float32, rows*n)
@@ -951,26 +958,53 @@ func concurrentSelector(d *runtime.Device, g int) error {
 	defer scores.Free()
 	rng := rand.New(rand.NewPCG(uint64(g), 77))
 	for step := range 10 {
-		x := normal(2*stride, rng)
-		if err := runtime.UploadAsync(st, scores, x); err != nil {
+		rows := [][]float32{normal(stride, rng), normal(stride-g, rng)}
+		if err := streamStep(sel, 0, st, scores, stride, rows); err != nil {
+			return fmt.Errorf("goroutine %d step %d: %v", g, step, err)
+		}
+	}
+	return nil
+}
+
+// streamStep runs one step of sel's layer on st and checks it: rows, each
+// at most stride long, are copied into scores, selected, read back and
+// compared with Reference (values too, with Config.Values).
+func streamStep(sel *Selector, layer int, st *runtime.Stream, scores *runtime.Buffer, stride int, rows [][]float32) error {
+	host := make([]float32, len(rows)*stride)
+	lengths := make([]int32, len(rows))
+	for r, x := range rows {
+		copy(host[r*stride:], x)
+		lengths[r] = int32(len(x))
+	}
+	if err := runtime.UploadAsync(st, scores, host); err != nil {
+		return err
+	}
+	res, err := sel.Select(layer, Batch{Scores: scores, Stride: stride, Rows: len(rows), Lengths: lengths}, st)
+	if err != nil {
+		return err
+	}
+	if err := st.Synchronize(); err != nil {
+		return err
+	}
+	idx, err := res.ReadIndices()
+	if err != nil {
+		return err
+	}
+	var vals []float32
+	if res.Values != nil {
+		if vals, err = res.ReadValues(); err != nil {
 			return err
 		}
-		res, err := sel.Select(0, Batch{Scores: scores, Stride: stride, Rows: 2, Lengths: []int32{stride, int32(stride - g)}}, st)
-		if err != nil {
-			return err
+	}
+	k := res.K
+	for r, x := range rows {
+		want, _ := Reference(x, k, false)
+		var v []float32
+		if vals != nil {
+			v = vals[r*k : (r+1)*k]
 		}
-		if err := st.Synchronize(); err != nil {
-			return err
-		}
-		idx, err := res.ReadIndices()
-		if err != nil {
-			return err
-		}
-		for r, n := range []int{stride, stride - g} {
-			want, _ := Reference(x[r*stride:r*stride+n], 2048, false)
-			if err := Compare(idx[r*2048:(r+1)*2048], want, false); err != nil {
-				return fmt.Errorf("goroutine %d step %d row %d: %v", g, step, r, err)
-			}
+		if err := checkRow(x, want, idx[r*k:(r+1)*k], v, false); err != nil {
+			return fmt.Errorf("row %d (n = %d): %v", r, len(x), err)
 		}
 	}
 	return nil

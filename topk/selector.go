@@ -19,8 +19,17 @@ import (
 //
 // Its buffers are allocated once and keep their device addresses until
 // Close, so a step can be captured in a CUDA graph (runtime.Stream.Capture)
-// and replayed. A Selector is safe for concurrent use; calls are
-// serialised.
+// and replayed.
+//
+// A Selector is safe for concurrent use: calls are serialised, and
+// SelectHost's copy in, step and copy out are one call. A layer's steps may
+// be queued on different streams: a step on another stream than the
+// layer's previous one is ordered after it (that stream waits for it on
+// the device), since both use the layer's buffers. A step captured into a
+// graph is ordered only by the stream it is captured on, and graph replays
+// are the caller's to order; capturing a layer on another stream than its
+// previous step's is refused while that step may still run. A Result's
+// buffers are the layer's: the layer's next step overwrites them.
 type Selector struct {
 	mu     sync.Mutex
 	cfg    Config // with defaults
@@ -46,6 +55,13 @@ type layer struct {
 	stats   *runtime.Buffer // [MaxRows] records, or nil
 	lengths *runtime.Buffer // int32 [MaxRows]: Batch.Lengths land here
 	primed  bool            // idx holds a previous step
+
+	// The stream of the layer's last step queued outside a graph capture
+	// (nil: the default stream), if queued is set, and an event that
+	// orders a step on another stream after it.
+	stream *runtime.Stream
+	queued bool
+	done   *runtime.Event
 }
 
 // NewSelector loads the kernels for cfg (runtime.Device.Kernel: the PTX
@@ -104,6 +120,9 @@ func (s *Selector) allocate() error {
 		if l.lengths, err = s.dev.Alloc(c.MaxRows * 4); err != nil {
 			return err
 		}
+		if l.done, err = s.dev.NewSyncEvent(); err != nil {
+			return err
+		}
 		if c.Values {
 			if l.vals, err = s.dev.Alloc(out); err != nil {
 				return err
@@ -134,6 +153,10 @@ func (s *Selector) free() error {
 		release(&l.lengths)
 		release(&l.vals)
 		release(&l.stats)
+		if l.done != nil {
+			errs = append(errs, l.done.Close())
+			l.done = nil
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -154,6 +177,11 @@ func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) { return s.gvr, s.f
 func (s *Selector) Select(layer int, b Batch, st *runtime.Stream) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.selectLocked(layer, b, st)
+}
+
+// selectLocked is Select, with s.mu held.
+func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result, error) {
 	if s.closed {
 		return Result{}, ErrClosed
 	}
@@ -164,14 +192,19 @@ func (s *Selector) Select(layer int, b Batch, st *runtime.Stream) (Result, error
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
 	l := &s.layers[layer]
+	capturing, err := st.Capturing()
+	if err != nil {
+		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
+	}
+	if b.Lengths != nil && capturing {
+		// A graph would keep the address of the caller's slice.
+		return Result{}, fmt.Errorf("topk: Select (layer %d): host Lengths cannot be captured in a graph: use DeviceLengths", layer)
+	}
+	if err := s.after(l, st, capturing); err != nil {
+		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
+	}
 	lengths := b.DeviceLengths
 	if b.Lengths != nil {
-		// A graph would keep the address of the caller's slice.
-		if c, err := st.Capturing(); err != nil {
-			return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
-		} else if c {
-			return Result{}, fmt.Errorf("topk: Select (layer %d): host Lengths cannot be captured in a graph: use DeviceLengths", layer)
-		}
 		if err := runtime.UploadAsync(st, l.lengths, b.Lengths); err != nil {
 			return Result{}, fmt.Errorf("topk: Select (layer %d): copying the lengths: %w", layer, err)
 		}
@@ -202,7 +235,45 @@ func (s *Selector) Select(layer int, b Batch, st *runtime.Stream) (Result, error
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
 	l.primed = true
+	if !capturing {
+		l.stream, l.queued = st, true
+	}
 	return res, nil
+}
+
+// after orders a step of layer l queued on st after the layer's previous
+// step: both write the layer's buffers (indices, lengths), and the new one
+// reads the old one's indices as its prediction. On the same stream,
+// stream order does it. Every stream of package runtime is a blocking
+// one, so the default stream and the others are ordered with each other
+// by the driver, and a closed stream's work is finished (Stream.Close
+// waits for it). Between two other streams, st waits for an event
+// recorded on the previous one. A graph cannot wait for work outside it,
+// so a capture on another stream is refused until that work is done.
+func (s *Selector) after(l *layer, st *runtime.Stream, capturing bool) error {
+	prev := l.stream
+	if !l.queued || prev == st || prev == nil || st == nil || prev.Closed() {
+		return nil
+	}
+	if err := l.done.Record(prev); err != nil {
+		return fmt.Errorf("ordering after the layer's previous step: %w", err)
+	}
+	if !capturing {
+		if err := st.Wait(l.done); err != nil {
+			return fmt.Errorf("ordering after the layer's previous step: %w", err)
+		}
+		return nil
+	}
+	done, err := l.done.Done()
+	if err != nil {
+		return fmt.Errorf("ordering after the layer's previous step: %w", err)
+	}
+	if !done {
+		return errors.New("the layer's previous step, queued on another stream, may still be running, " +
+			"and a graph cannot wait for it: synchronize that stream before capturing the layer on this one")
+	}
+	l.queued = false
+	return nil
 }
 
 // check validates a batch and a stream before any work is queued.
@@ -214,6 +285,11 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 		}
 		if d := buf.Device(); d != s.dev {
 			return fmt.Errorf("%s is on %v; the selector is on %v", what, d, s.dev)
+		}
+		// The kernels read 4-byte words: a misaligned one faults, and a
+		// fault ends the process's CUDA context.
+		if a := buf.Ptr() % 4; a != 0 {
+			return fmt.Errorf("%s is at device address %#x, %d bytes past a 4-byte boundary (a View at an offset that is not a multiple of 4?)", what, buf.Ptr(), a)
 		}
 		if buf.Bytes() < need {
 			return fmt.Errorf("%s holds %d bytes; %d rows need %d", what, buf.Bytes(), b.Rows, need)
@@ -271,6 +347,10 @@ func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths [
 			lengths[r] = int32(min(stride, 1<<31-1))
 		}
 	}
+	// One critical section from the copy in to the copy out: the scores
+	// buffer and the layer's output are shared by every call.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	scoresBuf, err := s.hostScores(len(scores) * 4)
 	if err != nil {
 		return nil, nil, err
@@ -278,7 +358,7 @@ func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths [
 	if err := runtime.Upload(scoresBuf, scores); err != nil {
 		return nil, nil, fmt.Errorf("topk: SelectHost: %w", err)
 	}
-	res, err := s.Select(layer, Batch{Scores: scoresBuf, Stride: stride, Rows: rows, Lengths: lengths}, nil)
+	res, err := s.selectLocked(layer, Batch{Scores: scoresBuf, Stride: stride, Rows: rows, Lengths: lengths}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -293,10 +373,9 @@ func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths [
 	return idx, vals, nil
 }
 
-// hostScores is SelectHost's device buffer for scores, of at least bytes.
+// hostScores is SelectHost's device buffer for scores, of at least bytes
+// (with s.mu held).
 func (s *Selector) hostScores(bytes int) (*runtime.Buffer, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
 	}
@@ -304,6 +383,7 @@ func (s *Selector) hostScores(bytes int) (*runtime.Buffer, error) {
 		return s.host, nil
 	}
 	if s.host != nil {
+		// Idle: every SelectHost waits for its step before it returns.
 		if err := s.host.Free(); err != nil {
 			return nil, fmt.Errorf("topk: SelectHost: %w", err)
 		}
