@@ -4,6 +4,8 @@
 #   runtime  gpubin/runtime.test -test.v   (device, buffers, JIT logs, launches, graphs)
 #   topk     gpubin/topk.test -test.v      (adversarial exactness, determinism, decode loop, graphs,
 #            errors), in groups of tests, one process each (see TOPK_GROUPS)
+#   sanitize compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
+#            gpubin/topk.test's SANITIZE_TESTS (small sizes); any reported error fails
 #   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx, the embedded
 #            runtime/kernels/*.ptx and golden/*.ptx; all must assemble, every sm_100 one included
 #   bench    gpubin/gvrbench               (the benchmark table)
@@ -12,15 +14,18 @@
 # even if an earlier one fails; the exit status is 1 if any failed.
 #
 # Environment:
-#   STEPS       steps to run, in order (default: "runtime topk ptxas bench")
+#   STEPS       steps to run, in order (default: "runtime topk sanitize ptxas bench")
 #   GVR_SUITE   full (default) or quick: the size of the adversarial suite
 #   BENCHFLAGS  flags for gvrbench (default: its full table); e.g. "-batch 1,8 -iters 50"
 #   TESTFLAGS   extra flags for both test binaries, e.g. "-test.run Decode"
+#   SANITIZE_TESTS  the topk tests the sanitize step runs (a -test.run pattern)
+#   SANITIZER   the compute-sanitizer to use (default: on PATH, else /usr/local/cuda/bin/compute-sanitizer)
 #   PTXAS       the ptxas to use (default: ptxas on PATH, else /usr/local/cuda/bin/ptxas)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-STEPS=${STEPS:-runtime topk ptxas bench}
+STEPS=${STEPS:-runtime topk sanitize ptxas bench}
+SANITIZE_TESTS=${SANITIZE_TESTS:-'^Test(Determinism|SelectHost|DecodeLoop|SharedSelector|MisalignedViews|GraphReplay)$'}
 GVR_SUITE=${GVR_SUITE:-full}
 BENCHFLAGS=${BENCHFLAGS:-}
 TESTFLAGS=${TESTFLAGS:-}
@@ -69,16 +74,25 @@ run_test() {
 # The topk tests run in groups, one process each, so that a kernel fault
 # (which poisons the CUDA context for the rest of the process) in one group
 # does not hide the others' results.
-TOPK_GROUPS=(Adversarial Determinism 'DecodeLoop|GraphReplay|SelectHost|SelectorErrors|SelectNoAllocs|ConcurrentSelectors')
+TOPK_GROUPS=(Adversarial Determinism 'DecodeLoop|GraphReplay|SelectHost|SelectorErrors|SelectNoAllocs|ConcurrentSelectors'
+  'SharedSelector|MisalignedViews|LayerAcrossStreams')
+# Needs two GPUs: run (and required to pass) only on a machine with two or more.
+TWO_GPU_TESTS='TwoGPUs'
 
 step_test() {
   local name=$1 t0 ok=1; t0=$(date +%s)
   : >"$OUT/$name.log"
   if [ "$name" = topk ] && [ -z "$TESTFLAGS" ]; then
-    local all; all=$(IFS='|'; echo "${TOPK_GROUPS[*]}")
+    local all; all=$(IFS='|'; echo "${TOPK_GROUPS[*]}|$TWO_GPU_TESTS")
     for g in "${TOPK_GROUPS[@]}"; do
       run_test topk "-gvr.suite=$GVR_SUITE" -test.run "^Test($g)\$" || ok=0
     done
+    local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    if [ "$ngpu" -ge 2 ]; then
+      GVR_REQUIRE_GPUS=2 run_test topk -test.run "^Test($TWO_GPU_TESTS)\$" || ok=0
+    else
+      note "topk: $TWO_GPU_TESTS not run: $ngpu GPU here (they need two)"
+    fi
     run_test topk -test.skip "^Test($all)\$" || ok=0 # the CPU tests
   elif [ "$name" = topk ]; then
     run_test topk "-gvr.suite=$GVR_SUITE" || ok=0
@@ -134,7 +148,35 @@ for step in $STEPS; do
       fail bench "log in $OUT/bench-progress.log"
     fi
     ;;
-  *) fail "$step" "unknown step (runtime, topk, ptxas, bench)" ;;
+  sanitize)
+    SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+    if [ ! -x "$SANITIZER" ]; then
+      fail sanitize "no compute-sanitizer found (set SANITIZER)"
+      continue
+    fi
+    log=$OUT/sanitize.log
+    : >"$log"
+    for tool in memcheck racecheck initcheck synccheck; do
+      t0=$(date +%s) tmp=$(mktemp)
+      # --error-exitcode makes a reported error fail the run even when the
+      # tests pass; the ERROR SUMMARY line is checked as well.
+      timeout 8m "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+        gpubin/topk.test -test.v -test.timeout 8m -test.run "$SANITIZE_TESTS" -gvr.suite=quick -gvr.runs=3 >"$tmp" 2>&1
+      rc=$?
+      { echo "=== $tool (exit $rc, $(secs "$t0"))"; cat "$tmp"; } >>"$log"
+      # racecheck ends with a RACECHECK SUMMARY line, the others with ERROR SUMMARY.
+      summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$tmp" | tail -n 1)
+      tests="$(grep -cE '^ *--- PASS' "$tmp") passed, $(grep -cE '^ *--- (FAIL|SKIP)' "$tmp") failed or skipped"
+      if [ $rc -ne 0 ] || ! grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' <<<"$summary" || grep -qE '^ *--- (FAIL|SKIP)' "$tmp"; then
+        grep -E '^=========|--- FAIL|^FAIL|^panic' "$tmp" | head -n 40
+        fail "sanitize:$tool" "exit $rc, ${summary:-no ERROR SUMMARY line}, $tests (log in $log)"
+      else
+        note "sanitize: $tool: ${summary#========= }, $tests ($(secs "$t0"))"
+      fi
+      rm -f "$tmp"
+    done
+    ;;
+  *) fail "$step" "unknown step (runtime, topk, sanitize, ptxas, bench)" ;;
   esac
 done
 
