@@ -235,11 +235,17 @@ func TestBuilderErrorsCarryPosition(t *testing.T) {
 		pos2 + ": entry k: Reg(pred): use Pred for predicates",
 		pos3 + ": entry k: Guarded inside Guarded",
 		pos4 + ": entry k: setp with two immediates has no type",
+		// The verify pass then reports the same setp again, as the
+		// instruction the builder emitted without a type.
+		pos4 + ": entry k: `setp.eq.invalid %p0, 1, 2;`: expected a type qualifier, found \"invalid\"",
 	}
 	for i, w := range want {
 		if i >= len(errs) || errs[i] != w {
 			t.Errorf("error %d:\n got %q\nwant %q", i, at(errs, i), w)
 		}
+	}
+	if len(errs) != len(want) {
+		t.Errorf("%d errors, want %d:\n%s", len(errs), len(want), err)
 	}
 }
 

@@ -3,6 +3,7 @@ package ptx
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -220,11 +221,13 @@ func TestParseStructure(t *testing.T) {
 	for _, prm := range e.Params {
 		params[prm] = true
 	}
+	seen := map[string]int{} // operand kinds checked below
 	for _, s := range e.Body {
 		in, ok := s.(*Inst)
 		if !ok {
 			continue
 		}
+		seen["instruction"]++
 		if !strings.HasPrefix(in.Pos, "line ") {
 			t.Errorf("Pos %q", in.Pos)
 		}
@@ -234,18 +237,27 @@ func TestParseStructure(t *testing.T) {
 			}
 			switch a := a.(type) {
 			case *Var:
+				seen["variable"]++
 				if !vars[a] {
 					t.Errorf("%s: variable %s is not the module's", in.Pos, a.Name)
 				}
 			case *Param:
+				seen["parameter"]++
 				if !params[a] {
 					t.Errorf("%s: parameter %s is not the entry's", in.Pos, a.Name)
 				}
 			case Reg:
+				seen["register"]++
 				if a.entry != e.id || a.T != classType[classOf(a.T)] {
 					t.Errorf("%s: register %+v", in.Pos, a)
 				}
 			}
+		}
+	}
+	// The kitchen sink uses each kind: the loop above checked something.
+	for _, kind := range []string{"instruction", "variable", "parameter", "register"} {
+		if seen[kind] == 0 {
+			t.Errorf("no %s operand checked", kind)
 		}
 	}
 }
@@ -253,9 +265,19 @@ func TestParseStructure(t *testing.T) {
 // The golden files are what the driver receives: each must parse and
 // reprint to itself.
 func TestParseGolden(t *testing.T) {
-	files, _ := filepath.Glob("../golden/*.ptx")
-	if len(files) == 0 {
-		t.Skip("no golden files")
+	files, err := filepath.Glob("../golden/*.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// golden/ holds every kernel on three targets: a missing directory
+	// must fail, not pass with nothing parsed.
+	if len(files) < 18 {
+		t.Fatalf("%d golden files in ../golden, want at least 18 (regenerate with: go test ./golden -update)", len(files))
+	}
+	for _, want := range []string{"gvr_topk_sm_90.ptx", "topk_fallback_sm_80.ptx", "topk_radix_sm_100.ptx"} {
+		if !slices.Contains(files, "../golden/"+want) {
+			t.Errorf("../golden lacks %s", want)
+		}
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)

@@ -166,6 +166,14 @@ func TestBuildVersion(t *testing.T) {
 		{"barrier.cluster.wait.acquire on sm_90 raises", ptx.SM90, func(m *ptx.Module, e *ptx.Entry) {
 			e.Emit("barrier", []string{"cluster", "wait", "acquire"})
 		}, "8.0"},
+		{"mapa and fence.acq_rel.cluster (7.8) on sm_90 stay", ptx.SM90, func(m *ptx.Module, e *ptx.Entry) {
+			e.Emit("mapa", []string{"shared::cluster", "u32"}, e.Reg(ptx.U32), written(e, ptx.U32), ptx.Imm(1))
+			e.Emit("fence", []string{"acq_rel", "cluster"})
+		}, "7.8"},
+		{"min.NaN (7.0) on sm_80 stays", ptx.SM80, func(m *ptx.Module, e *ptx.Entry) {
+			f := written(e, ptx.F32)
+			e.Emit("min", []string{"NaN", "f32"}, f, f, f)
+		}, "7.0"},
 		{"a raise in a second entry counts", ptx.SM90, func(m *ptx.Module, e *ptx.Entry) {
 			m.NewEntry("second").Emit("barrier", []string{"cluster", "arrive", "relaxed"})
 		}, "8.0"},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +46,20 @@ func alloc(t *testing.T, d *rt.Device, bytes int) *rt.Buffer {
 	return b
 }
 
+// poison fills buf with -7, an index no kernel writes and a value no test
+// row holds, so that an output a launch did not write cannot pass a check
+// by holding an earlier launch's result (or memory the allocator reused).
+func poison(t *testing.T, buf *rt.Buffer) {
+	t.Helper()
+	if err := rt.Upload(buf, slices.Repeat([]int32{-7}, buf.Bytes()/4)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// standardTargets are the targets with embedded kernels, written out from
+// the README ("K 512/1024/2048; sm_80/90/100"), not read from the package.
+var standardTargets = []string{"sm_80", "sm_90", "sm_100"}
+
 // TestTypedLaunchers runs the generated launchers on the standard K = 512
 // kernels (embedded, on a device with a standard target): the fallback
 // kernel, then gvr_topk with the fallback's output as its prediction; both
@@ -61,7 +76,12 @@ func TestTypedLaunchers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: embedded %v; %s: embedded %v (%s)", fbK.Name, fbK.Embedded, gvrK.Name, gvrK.Embedded, d.Info().Target.Name)
+	target := d.Info().Target.Name
+	standard := slices.Contains(standardTargets, target)
+	if fbK.Embedded != standard || gvrK.Embedded != standard {
+		t.Errorf("on %s (standard target: %v): %s embedded %v, %s embedded %v; want both %v",
+			target, standard, fbK.Name, fbK.Embedded, gvrK.Name, gvrK.Embedded, standard)
+	}
 	fb, err := rt.NewTopKFallback(fbK)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +134,8 @@ func TestTypedLaunchers(t *testing.T) {
 		}
 	}
 
+	poison(t, idx1)
+	poison(t, vals1)
 	fp := rt.TopKFallbackParams{Scores: scores.Ptr(), RowStride: stride, Lengths: lengths.Ptr(), OutIdx: idx1.Ptr(), OutVals: vals1.Ptr()}
 	if err := fb.Launch(nil, rows, fp); err != nil {
 		t.Fatal(err)
@@ -123,6 +145,7 @@ func TestTypedLaunchers(t *testing.T) {
 	}
 	check("topk_fallback", idx1, vals1)
 
+	poison(t, idx2)
 	gp := rt.GVRTopKParams{Scores: scores.Ptr(), RowStride: stride, Lengths: lengths.Ptr(),
 		Pred: idx1.Ptr(), PredStride: K, PredCount: K, OutIdx: idx2.Ptr()} // OutVals 0: no values
 	if err := gvr.Launch(nil, rows, gp); err != nil {
@@ -133,7 +156,12 @@ func TestTypedLaunchers(t *testing.T) {
 	}
 	check("gvr_topk", idx2, nil)
 
-	// No allocation per launch.
+	// No allocation per launch. The output is poisoned first, so the check
+	// after the launches sees what they wrote, not the launch above.
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	poison(t, idx2)
 	var lerr error
 	allocs := testing.AllocsPerRun(100, func() {
 		if err := gvr.Launch(nil, rows, gp); err != nil {
@@ -166,7 +194,11 @@ func TestTypedLaunchers(t *testing.T) {
 		t.Errorf("%v: embedded", small)
 	}
 	idx64 := alloc(t, d, 4*rows*64)
+	poison(t, idx64)
 	if err := fb64.Launch(nil, rows, rt.TopKFallbackParams{Scores: scores.Ptr(), RowStride: stride, Lengths: lengths.Ptr(), OutIdx: idx64.Ptr()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]int32, rows*64)
@@ -181,16 +213,39 @@ func TestTypedLaunchers(t *testing.T) {
 
 	// LoadPTX reads the .param names from the text: a launcher takes the
 	// kernel it loads.
+	// On a target without embedded kernels, the generated text stands in.
+	ptxText, block, shared, nparams, file := "", 0, 0, 0, ""
 	std, ok := rt.LookupStandard("gvr_topk", func() gen.Config { c := cfg; c.Target = d.Info().Target; return c }())
+	if ok != standard {
+		t.Errorf("LookupStandard(gvr_topk K=%d on %s) = %v, want %v", K, target, ok, standard)
+	}
 	if ok {
-		lk, err := d.LoadPTX("gvr_topk", std.PTX, std.Block, std.SharedBytes, len(std.Params))
+		ptxText, block, shared, nparams, file = std.PTX, std.Block, std.SharedBytes, len(std.Params), std.File
+	} else {
+		c := cfg
+		c.Target = d.Info().Target
+		gk, err := gen.Generate("gvr_topk", c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rt.NewGVRTopK(lk); err != nil {
-			t.Errorf("launcher of LoadPTX(%s): %v", std.File, err)
-		}
+		ptxText, block, shared, nparams, file = gk.PTX(), gk.Block, gk.SharedBytes, len(gk.Module.Entries[0].Params), "generated gvr_topk"
 	}
+	lk, err := d.LoadPTX("gvr_topk", ptxText, block, shared, nparams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lgvr, err := rt.NewGVRTopK(lk)
+	if err != nil {
+		t.Fatalf("launcher of LoadPTX(%s): %v", file, err)
+	}
+	poison(t, idx2)
+	if err := lgvr.Launch(nil, rows, gp); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	check("gvr_topk (LoadPTX)", idx2, nil)
 
 	// A launcher refuses a kernel it was not generated for.
 	inst := cfg

@@ -293,8 +293,9 @@ func TestKernelCache(t *testing.T) {
 	}
 }
 
-// TestTopKKernels loads the Top-K kernels of the default configuration and
-// reports what the JIT made of them.
+// TestTopKKernels loads the Top-K kernels of the default configuration,
+// checks that the JIT's figures allow the launch the kernel needs, and
+// reports them.
 func TestTopKKernels(t *testing.T) {
 	d := device(t)
 	cfg := gen.DefaultConfig()
@@ -305,6 +306,15 @@ func TestTopKKernels(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%v", k)
+		if k.Name != name || k.Block != cfg.BlockSize || k.Config != cfg {
+			t.Errorf("%s: loaded %s, %d threads, config %v; want %d threads, config %v", name, k.Name, k.Block, k.Config, cfg.BlockSize, cfg)
+		}
+		if k.Regs <= 0 || k.MaxThreads < k.Block {
+			t.Errorf("%s: the JIT says %d registers, at most %d threads per CTA: cannot launch %d", name, k.Regs, k.MaxThreads, k.Block)
+		}
+		if k.SharedBytes > d.Info().SharedOptin {
+			t.Errorf("%s: %d B of dynamic shared memory, the device allows %d", name, k.SharedBytes, d.Info().SharedOptin)
+		}
 		if k.SharedBytes <= 48<<10 {
 			t.Logf("%s: %d B of shared memory, under the 48 KB opt-in", name, k.SharedBytes)
 		}

@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dave/jennifer/jen"
 
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx"
@@ -342,6 +346,45 @@ func TestLauncherErrors(t *testing.T) {
 	if err := checkConfigLit(c); err != nil {
 		t.Error(err)
 	}
+}
+
+// Each field of gen.Config, set away from the standard configuration, is
+// either written by configLit or makes checkConfigLit refuse the config:
+// the table can never name a configuration other than its PTX's.
+func TestConfigLitCoversEveryField(t *testing.T) {
+	base := standardConfig(512, ptx.SM90)
+	typ := reflect.TypeOf(base)
+	refused := 0
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		c := base
+		v := reflect.ValueOf(&c).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.Int:
+			v.SetInt(v.Int() + 1)
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Struct:
+			v.Set(reflect.ValueOf(ptx.SM100))
+		default:
+			t.Fatalf("gen.Config.%s is a %v: teach this test to change it", f.Name, v.Kind())
+		}
+		if c == base {
+			t.Fatalf("gen.Config.%s: changing it left the config equal", f.Name)
+		}
+		lit := fmt.Sprintf("%#v", jen.Null().Add(configLit(c, "SM90")))
+		written := strings.Contains(lit, f.Name+":")
+		err := checkConfigLit(c)
+		switch {
+		case err == nil && !written:
+			t.Errorf("gen.Config.%s: configLit does not write it, and checkConfigLit accepts %v:\n%s", f.Name, c, lit)
+		case err != nil && written:
+			t.Errorf("gen.Config.%s: configLit writes it, yet checkConfigLit refuses %v: %v", f.Name, c, err)
+		case err != nil:
+			refused++
+		}
+	}
+	t.Logf("%d of %d fields refused by checkConfigLit", refused, typ.NumField())
 }
 
 func TestGoName(t *testing.T) {

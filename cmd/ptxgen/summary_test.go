@@ -83,12 +83,17 @@ func TestSummary(t *testing.T) {
 		t.Errorf("no shared memory line with %d bytes:\n%s", k.SharedBytes, out)
 	}
 	// The register declarations are those of the printed PTX.
+	decls := 0
 	for _, l := range strings.Split(k.PTX(), "\n") {
 		if f := strings.Fields(strings.TrimSuffix(l, ";")); len(f) == 3 && f[0] == ".reg" {
+			decls++
 			if !strings.Contains(out, "\n  "+strings.Join(f, " ")+"\n") {
 				t.Errorf("summary lacks the declaration %q", l)
 			}
 		}
+	}
+	if decls < 3 { // gvr_topk uses predicates, 32- and 64-bit registers at least
+		t.Errorf("found %d .reg declarations in gvr_topk's PTX, want at least 3", decls)
 	}
 	// The phases in order, then their instruction counts add up.
 	var phases []string

@@ -261,7 +261,7 @@ func TestReduxFloat(t *testing.T) {
 		if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{inA, outA}}); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := mem.ReadU32s(outA, 32)
+		got := mustReadU32s(t, mem, outA, 32)
 		if got[0] != c.wants || got[31] != c.wants {
 			t.Errorf("%s: %#x, want %#x", c.name, got[0], c.wants)
 		}

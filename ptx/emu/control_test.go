@@ -42,6 +42,9 @@ func mustRunThreads(t *testing.T, p *Program, n int) []uint32 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(got) != n {
+		t.Fatalf("%d results for %d threads", len(got), n)
+	}
 	return got
 }
 
@@ -122,7 +125,7 @@ func TestEarlyExit(t *testing.T) {
 	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{out}}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := mem.ReadU32s(out, 32)
+	got := mustReadU32s(t, mem, out, 32)
 	for i, v := range got {
 		want := uint32(0)
 		if i < 20 {
@@ -194,7 +197,7 @@ func TestSpecialRegisters(t *testing.T) {
 	if _, err := p.Run("k", mem, Launch{Grid: grid, Block: block, Params: []uint64{out0}}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := mem.ReadU32s(out0, nt*len(specials))
+	got := mustReadU32s(t, mem, out0, nt*len(specials))
 	for c := 0; c < 6; c++ {
 		cx, cy := c%2, c/2
 		for th := 0; th < 48; th++ {

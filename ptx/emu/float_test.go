@@ -270,19 +270,32 @@ func TestFloatArith(t *testing.T) {
 func TestFMAf32SingleRounding(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	var rows [][]uint64
+	twice := 0 // rows where rounding twice gives another answer
+	row := func(a, b, c float32) []uint64 {
+		return []uint64{uint64(math.Float32bits(a)), uint64(math.Float32bits(b)), uint64(math.Float32bits(c))}
+	}
 	for len(rows) < 1000 {
-		a, b := float32(1+rng.Float64()), float32(1+rng.Float64())
-		p := float64(a) * float64(b)
-		// c cancels p's high part, leaving the low bits, plus a tiny
-		// nudge that makes the double rounding go wrong.
-		c := -float32(p) + float32(math.Ldexp(rng.Float64()-0.5, -40))
+		// a and b have 13 significant bits, so a*b is exact in 26 bits
+		// and often lands on a float32 halfway point; c is a nudge below
+		// float64's half ulp. float64 rounds the nudge away, leaving the
+		// tie, which float32 then breaks to even, not the nudge's way.
+		a := float32(1 + math.Ldexp(float64(rng.Intn(1<<11)), -12))
+		b := float32(1 + math.Ldexp(float64(rng.Intn(1<<11)), -12))
+		c := float32(math.Ldexp(float64(2*rng.Intn(2)-1), -60-rng.Intn(20)))
 		x, y, z := float64(a), float64(b), float64(c)
 		exact := refArith("fma", []float64{x, y, z}, rn, true)
 		if uint64(math.Float32bits(float32(math.FMA(x, y, z)))) != exact {
-			rows = append(rows, []uint64{uint64(math.Float32bits(a)), uint64(math.Float32bits(b)), uint64(math.Float32bits(c))})
+			twice++
+			rows = append(rows, row(a, b, c))
 		}
 		// Plain rows too.
-		rows = append(rows, []uint64{uint64(math.Float32bits(a)), uint64(math.Float32bits(b)), uint64(math.Float32bits(c))})
+		a, b = float32(1+rng.Float64()), float32(1+rng.Float64())
+		c = float32(-float64(a)*float64(b)) + float32(math.Ldexp(rng.Float64()-0.5, -20))
+		rows = append(rows, row(a, b, c))
+	}
+	// Without such rows the test would not tell one rounding from two.
+	if twice < 10 {
+		t.Fatalf("only %d of %d rows tell single from double rounding", twice, len(rows))
 	}
 	k := opKernel{dt: ptx.F32, ts: []ptx.Type{ptx.F32, ptx.F32, ptx.F32}, emit: emitOp("fma", "rn", "f32")}
 	chunks(len(rows), func(lo, hi int) {

@@ -136,3 +136,51 @@ func chunks(n int, f func(lo, hi int)) {
 		f(lo, min(n, lo+1024))
 	}
 }
+
+// mustReadU32s reads n words at addr, failing the test on an error or a
+// short read: a test that ignores the error would compare nothing.
+func mustReadU32s(t testing.TB, mem *Memory, addr uint64, n int) []uint32 {
+	t.Helper()
+	v, err := mem.ReadU32s(addr, n)
+	if err != nil {
+		t.Fatalf("reading %d words at %#x: %v", n, addr, err)
+	}
+	if len(v) != n {
+		t.Fatalf("reading %d words at %#x: got %d", n, addr, len(v))
+	}
+	return v
+}
+
+// mustReadU64s is mustReadU32s for 8-byte words.
+func mustReadU64s(t testing.TB, mem *Memory, addr uint64, n int) []uint64 {
+	t.Helper()
+	v, err := mem.ReadU64s(addr, n)
+	if err != nil {
+		t.Fatalf("reading %d u64s at %#x: %v", n, addr, err)
+	}
+	if len(v) != n {
+		t.Fatalf("reading %d u64s at %#x: got %d", n, addr, len(v))
+	}
+	return v
+}
+
+// mustReadF32s is mustReadU32s for float32s.
+func mustReadF32s(t testing.TB, mem *Memory, addr uint64, n int) []float32 {
+	t.Helper()
+	v, err := mem.ReadF32s(addr, n)
+	if err != nil {
+		t.Fatalf("reading %d floats at %#x: %v", n, addr, err)
+	}
+	if len(v) != n {
+		t.Fatalf("reading %d floats at %#x: got %d", n, addr, len(v))
+	}
+	return v
+}
+
+// mustWriteU64s writes v at addr, failing the test on an error.
+func mustWriteU64s(t testing.TB, mem *Memory, addr uint64, v []uint64) {
+	t.Helper()
+	if err := mem.WriteU64s(addr, v); err != nil {
+		t.Fatalf("writing %d u64s at %#x: %v", len(v), addr, err)
+	}
+}

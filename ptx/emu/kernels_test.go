@@ -26,40 +26,61 @@ type goldenKernel struct {
 
 var launchRE = regexp.MustCompile(`launch: (\d+) threads per CTA, (\d+) bytes of dynamic shared memory`)
 
+// loadGolden loads golden/<name>_<target>.ptx. A missing file fails the
+// test: skipping would let a moved or deleted golden/ pass every test here.
 func loadGolden(t testing.TB, name, target string) goldenKernel {
 	t.Helper()
 	file := filepath.Join("..", "..", "golden", name+"_"+target+".ptx")
 	b, err := os.ReadFile(file)
 	if err != nil {
-		t.Skipf("no golden kernel: %v", err)
+		t.Fatalf("golden kernel %s: %v (regenerate golden/ with: go test ./golden -update)", file, err)
 	}
 	p, err := Load(string(b))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", file, err)
+	}
+	if len(p.Kernels()) == 0 {
+		t.Fatalf("%s: no kernel entry", file)
 	}
 	g := goldenKernel{p: p, name: p.Kernels()[0]}
+	found := false
 	for _, h := range p.Module.Header {
 		if m := launchRE.FindStringSubmatch(h); m != nil {
-			g.block, _ = strconv.Atoi(m[1])
-			g.shared, _ = strconv.Atoi(m[2])
+			g.block, err = strconv.Atoi(m[1])
+			if err == nil {
+				g.shared, err = strconv.Atoi(m[2])
+			}
+			if err != nil {
+				t.Fatalf("%s: launch line %q: %v", file, h, err)
+			}
+			found = true
 		}
 	}
-	if g.block == 0 {
+	if !found || g.block == 0 {
 		t.Fatalf("%s: no launch line in the header", file)
 	}
 	return g
 }
 
-// run launches the kernel on rows CTAs with the parameters named in args.
-func (g goldenKernel) run(t testing.TB, mem *Memory, rows int, args map[string]uint64, race bool) Stats {
-	t.Helper()
+// params binds args to the kernel's parameters by name.
+func (g goldenKernel) params(args map[string]uint64) ([]uint64, error) {
 	var params []uint64
 	for _, prm := range g.p.Module.Entries[0].Params {
 		v, ok := args[prm.Name]
 		if !ok {
-			t.Fatalf("%s: no value for parameter %s", g.name, prm.Name)
+			return nil, fmt.Errorf("%s: no value for parameter %s", g.name, prm.Name)
 		}
 		params = append(params, v)
+	}
+	return params, nil
+}
+
+// run launches the kernel on rows CTAs with the parameters named in args.
+func (g goldenKernel) run(t testing.TB, mem *Memory, rows int, args map[string]uint64, race bool) Stats {
+	t.Helper()
+	params, err := g.params(args)
+	if err != nil {
+		t.Fatal(err)
 	}
 	st, err := g.p.Run(g.name, mem, Launch{Grid: [3]int{rows}, Block: [3]int{g.block}, DynamicShared: g.shared, Params: params, RaceCheck: race})
 	if err != nil {
@@ -71,6 +92,7 @@ func (g goldenKernel) run(t testing.TB, mem *Memory, rows int, args map[string]u
 var goldenTargets = []string{"sm_80", "sm_90", "sm_100"}
 
 func TestGoldenWarpReduce(t *testing.T) {
+	compared := 0 // warps
 	for _, target := range goldenTargets {
 		g := loadGolden(t, "warp_reduce", target)
 		rng := rand.New(rand.NewSource(7))
@@ -82,7 +104,8 @@ func TestGoldenWarpReduce(t *testing.T) {
 		mem := NewMemory()
 		out := mem.Alloc(4*3*len(in)/32, 0)
 		g.run(t, mem, ctas, map[string]uint64{"in": mem.AllocU32s(in), "out": out}, true)
-		got, _ := mem.ReadU32s(out, 3*len(in)/32)
+		got := mustReadU32s(t, mem, out, 3*len(in)/32)
+		compared += len(in) / 32
 		for w := 0; w < len(in)/32; w++ {
 			v := in[32*w : 32*w+32]
 			var sum uint32
@@ -95,9 +118,14 @@ func TestGoldenWarpReduce(t *testing.T) {
 			}
 		}
 	}
+	// 3 CTAs of at least one warp on each target.
+	if min := 3 * len(goldenTargets); compared < min {
+		t.Errorf("compared %d warps, want at least %d", compared, min)
+	}
 }
 
 func TestGoldenBlockScan(t *testing.T) {
+	compared := 0 // CTAs
 	for _, target := range goldenTargets {
 		g := loadGolden(t, "block_scan", target)
 		rng := rand.New(rand.NewSource(8))
@@ -109,8 +137,9 @@ func TestGoldenBlockScan(t *testing.T) {
 		mem := NewMemory()
 		out, totals := mem.Alloc(4*len(in), 0), mem.Alloc(4*ctas, 0)
 		g.run(t, mem, ctas, map[string]uint64{"in": mem.AllocU32s(in), "out": out, "totals": totals}, true)
-		gotOut, _ := mem.ReadU32s(out, len(in))
-		gotTot, _ := mem.ReadU32s(totals, ctas)
+		gotOut := mustReadU32s(t, mem, out, len(in))
+		gotTot := mustReadU32s(t, mem, totals, ctas)
+		compared += ctas
 		for r := range ctas {
 			var s uint32
 			for i := r * g.block; i < (r+1)*g.block; i++ {
@@ -123,12 +152,19 @@ func TestGoldenBlockScan(t *testing.T) {
 				t.Errorf("%s: totals[%d] = %d, want %d", target, r, gotTot[r], s)
 			}
 		}
+		if g.block < 32 {
+			t.Errorf("%s: %d threads per CTA: a scan of less than a warp tests little", target, g.block)
+		}
+	}
+	if min := 3 * len(goldenTargets); compared != min {
+		t.Errorf("compared %d CTAs, want %d", compared, min)
 	}
 }
 
 // count_ge on rows that start anywhere (unaligned for float4 loads), of
 // lengths that are not multiples of 4, with NaN, infinities and zeros.
 func TestGoldenCountGE(t *testing.T) {
+	compared, nonzero := 0, 0 // rows; rows with a count above 0
 	for _, target := range goldenTargets {
 		g := loadGolden(t, "count_ge", target)
 		rng := rand.New(rand.NewSource(9))
@@ -160,8 +196,9 @@ func TestGoldenCountGE(t *testing.T) {
 			counts := mem.Alloc(4*rows, 0)
 			g.run(t, mem, rows, map[string]uint64{"scores": xs + uint64(4*shift), "row_stride": uint64(stride),
 				"lengths": mem.AllocU32s(lengths), "thresholds": mem.AllocF32s(th), "counts": counts}, shift == 1)
-			got, _ := mem.ReadU32s(counts, rows)
+			got := mustReadU32s(t, mem, counts, rows)
 			for r := range rows {
+				compared++
 				want := uint32(0)
 				for _, v := range x[shift+r*stride : shift+r*stride+int(lengths[r])] {
 					if !(v < th[r]) { // >= or unordered
@@ -171,8 +208,16 @@ func TestGoldenCountGE(t *testing.T) {
 				if got[r] != want {
 					t.Errorf("%s shift %d row %d (n=%d): %d, want %d", target, shift, r, lengths[r], got[r], want)
 				}
+				if want > 0 {
+					nonzero++
+				}
 			}
 		}
+	}
+	// 8 rows, 4 shifts, each target; most counts are not 0, so a kernel
+	// that writes nothing cannot pass.
+	if want := 8 * 4 * len(goldenTargets); compared != want || nonzero < compared/2 {
+		t.Errorf("compared %d rows (%d with a count above 0), want %d", compared, nonzero, want)
 	}
 }
 
@@ -240,11 +285,18 @@ func topkArgs(mem *Memory, rows [][]float32, n, k int) (map[string]uint64, uint6
 		"out_idx": out, "out_vals": mem.Alloc(4*len(rows)*k, 0)}, out
 }
 
-func checkTopK(t *testing.T, name string, mem *Memory, out uint64, rows [][]float32, k int) {
+// checkTopK checks the kernel's out_idx and out_vals for rows against the
+// reference: the index set, and each slot's value (the row's element, bit
+// for bit, or -Inf in a padded slot). It returns the number of rows checked.
+func checkTopK(t *testing.T, name string, mem *Memory, args map[string]uint64, rows [][]float32, k int) int {
 	t.Helper()
-	got, err := mem.ReadI32s(out, len(rows)*k)
+	got, err := mem.ReadI32s(args["out_idx"], len(rows)*k)
 	if err != nil {
 		t.Fatal(err)
+	}
+	vals := mustReadF32s(t, mem, args["out_vals"], len(rows)*k)
+	if len(got) != len(rows)*k {
+		t.Fatalf("%s: read %d indices, want %d", name, len(got), len(rows)*k)
 	}
 	for r, row := range rows {
 		g := slices.Clone(got[r*k : (r+1)*k])
@@ -255,14 +307,27 @@ func checkTopK(t *testing.T, name string, mem *Memory, out uint64, rows [][]floa
 		}
 		if !slices.Equal(g, want) {
 			t.Errorf("%s row %d (n=%d): the Top-%d set differs from the reference", name, r, len(row), k)
+			continue
+		}
+		for j, i := range got[r*k : (r+1)*k] {
+			w := uint32(0xFF800000) // -Inf in a padded slot
+			if i >= 0 {
+				w = math.Float32bits(row[i])
+			}
+			if v := math.Float32bits(vals[r*k+j]); v != w {
+				t.Errorf("%s row %d slot %d (index %d): value bits %#08x, want %#08x", name, r, j, i, v, w)
+				break
+			}
 		}
 	}
+	return len(rows)
 }
 
 func kFromHeader(t *testing.T, g goldenKernel) int {
+	t.Helper()
 	for _, h := range g.p.Module.Header {
 		var k int
-		if _, err := fmt.Sscanf(h, "config: K=%d", &k); err == nil {
+		if _, err := fmt.Sscanf(h, "config: K=%d", &k); err == nil && k > 0 {
 			return k
 		}
 	}
@@ -276,6 +341,7 @@ func TestGoldenTopK(t *testing.T) {
 	const n = 1 << 16
 	rng := rand.New(rand.NewSource(10))
 	rows := topkRows(rng, n)
+	checked := 0 // rows
 	for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
 		g := loadGolden(t, name, "sm_90")
 		k := kFromHeader(t, g)
@@ -303,20 +369,36 @@ func TestGoldenTopK(t *testing.T) {
 			}
 			args["pred"], args["pred_stride"], args["pred_count"] = mem.AllocI32s(pred), uint64(k), uint64(k)
 		}
+		if k < 16 || k >= n {
+			t.Fatalf("%s: K=%d: the test wants 16 <= K < %d", name, k, n)
+		}
 		g.run(t, mem, len(rows), args, false)
-		checkTopK(t, name, mem, out, rows, k)
+		checked += checkTopK(t, name, mem, args, rows, k)
 		if name == "gvr_topk" {
+			// Poison the output so that the second run must write it.
+			if err := mem.WriteI32s(out, slices.Repeat([]int32{-7}, len(rows)*k)); err != nil {
+				t.Fatal(err)
+			}
 			args["pred_count"] = 0
 			g.run(t, mem, 2, args, true) // and with the race detector on
-			checkTopK(t, name+" (no prediction)", mem, out, rows[:2], k)
+			checked += checkTopK(t, name+" (no prediction)", mem, args, rows[:2], k)
 		}
+	}
+	if want := 3*len(rows) + 2; checked != want || len(rows) != 5 {
+		t.Errorf("checked %d rows of %d, want %d", checked, len(rows), want)
 	}
 }
 
-// A Program may run on several Memories at once.
+// A Program may run on several Memories at once, and each run computes its
+// own result.
 func TestConcurrentRuns(t *testing.T) {
 	g := loadGolden(t, "count_ge", "sm_90")
-	done := make(chan []uint32)
+	type result struct {
+		i      int
+		counts []uint32
+		err    error
+	}
+	done := make(chan result)
 	for i := range 2 {
 		go func() {
 			mem := NewMemory()
@@ -325,15 +407,29 @@ func TestConcurrentRuns(t *testing.T) {
 				x[j] = float32(j % (7 + i))
 			}
 			counts := mem.Alloc(4, 0)
-			_, err := g.p.Run(g.name, mem, Launch{Grid: [3]int{1}, Block: [3]int{g.block}, DynamicShared: g.shared,
-				Params: []uint64{mem.AllocF32s(x), 1000, mem.AllocU32s([]uint32{1000}), mem.AllocF32s([]float32{3}), counts}})
-			if err != nil {
-				t.Error(err)
+			params, err := g.params(map[string]uint64{"scores": mem.AllocF32s(x), "row_stride": 1000,
+				"lengths": mem.AllocU32s([]uint32{1000}), "thresholds": mem.AllocF32s([]float32{3}), "counts": counts})
+			if err == nil {
+				_, err = g.p.Run(g.name, mem, Launch{Grid: [3]int{1}, Block: [3]int{g.block}, DynamicShared: g.shared, Params: params})
 			}
-			c, _ := mem.ReadU32s(counts, 1)
-			done <- c
+			var c []uint32
+			if err == nil {
+				c, err = mem.ReadU32s(counts, 1)
+			}
+			done <- result{i, c, err}
 		}()
 	}
-	<-done
-	<-done
+	for range 2 {
+		r := <-done
+		if r.err != nil {
+			t.Errorf("run %d: %v", r.i, r.err)
+			continue
+		}
+		// x[j] = j % (7+i) >= 3: 7+i-3 of each 7+i values.
+		m := 7 + r.i
+		want := uint32(1000/m*(m-3) + max(0, 1000%m-3))
+		if len(r.counts) != 1 || r.counts[0] != want {
+			t.Errorf("run %d: count %v, want %d", r.i, r.counts, want)
+		}
+	}
 }

@@ -24,13 +24,13 @@ func TestMemoryAPI(t *testing.T) {
 		t.Error("a read in the gap succeeded")
 	}
 	f := m.AllocF32s([]float32{1.5, float32(math.NaN()), -0})
-	got, _ := m.ReadF32s(f, 3)
+	got := mustReadF32s(t, m, f, 3)
 	if got[0] != 1.5 || got[1] == got[1] {
 		t.Errorf("ReadF32s %v", got)
 	}
 	i := m.AllocI32s([]int32{-1, 7})
-	if v, _ := m.ReadI32s(i, 2); v[0] != -1 || v[1] != 7 {
-		t.Errorf("ReadI32s %v", v)
+	if v, err := m.ReadI32s(i, 2); err != nil || len(v) != 2 || v[0] != -1 || v[1] != 7 {
+		t.Errorf("ReadI32s %v, %v", v, err)
 	}
 }
 
@@ -124,19 +124,19 @@ func TestAtomics(t *testing.T) {
 			p := mustLoad(t, m)
 			mem := NewMemory()
 			cellA := mem.Alloc(8, 0)
-			mem.WriteU64s(cellA, []uint64{c.init})
+			mustWriteU64s(t, mem, cellA, []uint64{c.init})
 			argv := make([]uint64, 32)
 			for l := range argv {
 				argv[l] = c.arg(l)
 			}
 			argA := mem.Alloc(8*32, 0)
-			mem.WriteU64s(argA, argv)
+			mustWriteU64s(t, mem, argA, argv)
 			outA := mem.Alloc(8*32, 0)
 			if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{cellA, argA, outA}, RaceCheck: true}); err != nil {
 				t.Fatal(err)
 			}
-			got, _ := mem.ReadU64s(outA, 32)
-			final, _ := mem.ReadU64s(cellA, 1)
+			got := mustReadU64s(t, mem, outA, 32)
+			final := mustReadU64s(t, mem, cellA, 1)
 			mk := mask(c.t.Bits())
 			v := c.init
 			for l := range 32 {
@@ -179,7 +179,7 @@ func TestAtomicAddF32Subnormal(t *testing.T) {
 		if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, Params: []uint64{c}}); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := mem.ReadU32s(c, 1)
+		got := mustReadU32s(t, mem, c, 1)
 		want := uint32(0)
 		if sp == ptx.SpaceShared {
 			want = 1
@@ -210,7 +210,7 @@ func TestParams(t *testing.T) {
 	if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, Params: params}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := mem.ReadU32s(o, 6)
+	got := mustReadU32s(t, mem, o, 6)
 	want := []uint32{0x12345678, 0, 0x55667788, 0x11223344, math.Float32bits(2.5), 0xFFFFFFFF}
 	for i := range want {
 		if got[i] != want[i] {
@@ -248,8 +248,8 @@ func TestGenericAndVectors(t *testing.T) {
 	if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, DynamicShared: 64, Params: []uint64{o}}); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := mem.ReadU64s(o, 1)
-	fs, _ := mem.ReadF32s(o+8, 2)
+	addr := mustReadU64s(t, mem, o, 1)
+	fs := mustReadF32s(t, mem, o+8, 2)
 	if addr[0] != sharedWindow || fs[0] != 2.5 || fs[1] != 3.5 {
 		t.Errorf("shared address %#x, values %v", addr[0], fs)
 	}

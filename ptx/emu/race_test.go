@@ -59,10 +59,29 @@ func TestRaceMissingBarrier(t *testing.T) {
 	}
 }
 
+// With the barrier the race check is quiet, and every thread reads its
+// neighbour's write: the barrier really ordered the two.
 func TestRaceWithBarrierIsClean(t *testing.T) {
 	p := neighbourKernel(t, 128, 32, func(e *ptx.Entry) { e.BarSync(0) })
 	if err := runRace(t, p, 128); err != nil {
 		t.Fatal(err)
+	}
+	checkNeighbours(t, p, 128, 32)
+}
+
+// checkNeighbours runs a neighbourKernel of n threads with the race check on
+// and requires out[tid] = (tid+shift) % n, what its neighbour wrote.
+func checkNeighbours(t *testing.T, p *Program, n, shift int) {
+	t.Helper()
+	mem := NewMemory()
+	out := mem.Alloc(4*n, 0)
+	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{n}, Params: []uint64{out}, RaceCheck: true}); err != nil {
+		t.Fatal(err)
+	}
+	for tid, v := range mustReadU32s(t, mem, out, n) {
+		if want := uint32((tid + shift) % n); v != want {
+			t.Errorf("thread %d read %d, want %d (its neighbour's write)", tid, v, want)
+		}
 	}
 }
 
@@ -95,6 +114,7 @@ func TestRaceWithinWarp(t *testing.T) {
 	if err := runRace(t, p, 32); err != nil {
 		t.Fatal(err)
 	}
+	checkNeighbours(t, p, 32, 1)
 	// A warp sync orders its own warp only.
 	p = neighbourKernel(t, 64, 32, func(e *ptx.Entry) { e.BarWarpSync(ptx.Imm(-1)) })
 	wantFault(t, runRace(t, p, 64), FaultRace)
@@ -127,7 +147,7 @@ func TestRaceAtomicsAreClean(t *testing.T) {
 	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{256}, Params: []uint64{o}, RaceCheck: true}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := mem.ReadU32s(o, 256)
+	got := mustReadU32s(t, mem, o, 256)
 	for i, v := range got {
 		if v != 96 { // 32 threads per bin, 1+2 each
 			t.Fatalf("thread %d: %d", i, v)
