@@ -6,7 +6,7 @@ MAKEFLAGS += --no-print-directory
 
 .DEFAULT_GOAL := help
 .PHONY: help build test generate generate-check golden-update golden-check fmt-check vet \
-	ptxas cuda-headers ptxas-check cuda gpu-test bench ci
+	ptxas cuda-headers ptxas-check cuda gpu-test bench fuzz ci
 
 help: ## list the verbs
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -94,13 +94,24 @@ bench: ## build gvrbench with -tags cuda and run it here, on a GPU machine (BENC
 	@$(CUDA_RUN) $(GO) build -tags cuda -o bin/gvrbench ./cmd/gvrbench
 	bin/gvrbench $(BENCHFLAGS)
 
+# Bounded differential fuzzing (gen/fuzz_test.go): the interpreter runs the
+# generated kernels on fuzzed rows and configurations against the CPU
+# reference, each target for FUZZTIME. A failure is written to
+# gen/testdata/fuzz/<target>/; the top of gen/fuzz_test.go says how it
+# becomes a regression test. The committed corpus runs in make test.
+FUZZTIME ?= 30s
+fuzz: ## run each gen fuzz target for FUZZTIME (default 30s)
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzTopKRows$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzTopKConfig$$' -fuzztime $(FUZZTIME)
+
 # One after another, also under make -j: generate-check and golden-check
 # rewrite files.
-ci: ## fmt-check vet generate-check test golden-check ptxas-check cuda, in that order
+ci: ## fmt-check vet generate-check test fuzz golden-check ptxas-check cuda, in that order
 	$(MAKE) fmt-check
 	$(MAKE) vet
 	$(MAKE) generate-check
 	$(MAKE) test
+	$(MAKE) fuzz
 	$(MAKE) golden-check
 	$(MAKE) ptxas-check
 	$(MAKE) cuda

@@ -1,7 +1,6 @@
 package gen_test
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -336,39 +335,9 @@ func TestTopKDeterministic(t *testing.T) {
 		if fmt.Sprint(i1, v1) != fmt.Sprint(i2, v2) {
 			t.Errorf("%s: two runs differ", name)
 		}
+		// Equal runs prove nothing if both are wrong.
+		checkRows(t, name, cs, cfg.K, i1, v1)
 	}
-}
-
-// FuzzTopK feeds arbitrary bytes as float32 scores (and as a prediction) to
-// the three Top-K kernels at K=16 and checks them against the reference.
-func FuzzTopK(f *testing.F) {
-	f.Add([]byte{}, []byte{})
-	f.Add(bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, 40), []byte{1, 2, 3})            // all 1.0
-	f.Add(bytes.Repeat([]byte{0, 0, 0xc0, 0x7f, 0, 0, 0xc0, 0xff}, 30), []byte{}) // +NaN, -NaN
-	f.Add(bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, 50), bytes.Repeat([]byte{200}, 20))
-	progs := map[string]*emu.Program{}
-	kernels := map[string]*gen.Kernel{}
-	for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
-		progs[name], kernels[name] = load(f, name, cfgK16)
-	}
-	f.Fuzz(func(t *testing.T, data, predBytes []byte) {
-		n := min(len(data)/4, 1000)
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = math.Float32frombits(uint32(data[4*i]) | uint32(data[4*i+1])<<8 | uint32(data[4*i+2])<<16 | uint32(data[4*i+3])<<24)
-		}
-		var pred []int32
-		for _, b := range predBytes {
-			pred = append(pred, int32(int8(b))*7)
-		}
-		cs := []testCase{{name: "fuzz", x: x, pred: pred}}
-		for name, p := range progs {
-			idx, vals := launch(t, p, kernels[name], cs, false)
-			if err := topk.Check(x, cfgK16.K, false, idx[0], vals[0]); err != nil {
-				t.Fatalf("%s: n=%d: %v", name, n, err)
-			}
-		}
-	})
 }
 
 // TestTopKSorted: with Sorted, every kernel writes the Top-K in rank order.
@@ -387,6 +356,84 @@ func TestTopKSorted(t *testing.T) {
 					t.Errorf("%s K=%d: row %d (%s, n=%d): %v", name, cfg.K, row, c.name, len(c.x), err)
 				}
 			}
+		}
+	}
+}
+
+// TestGVRTakesItsPath: with a good prediction gvr_topk selects by the GVR
+// path (threshold bracketed from the prediction, candidates refined in
+// shared memory), not by its exact fallback, which would be correct too
+// and hide a GVR path that never succeeds. Read from the instrumented
+// kernel's stats records; a row of n <= K is copied.
+func TestGVRTakesItsPath(t *testing.T) {
+	cfg := cfgK256
+	cfg.Instrument = true
+	r := rand.New(rand.NewPCG(12, 34))
+	var cs []testCase
+	for range 4 {
+		cs = append(cs, testCase{name: "random", x: normal(r, 6000)})
+	}
+	cs = append(cs, testCase{name: "n=K", x: normal(r, cfg.K)})
+	predict(r, cs, "perfect", cfg.K)
+	p, k := load(t, "gvr_topk", cfg)
+	stride := 6001
+	pstride := cfg.K
+	mem := emu.NewMemory()
+	host := make([]float32, len(cs)*stride)
+	lens := make([]int32, len(cs))
+	pred := make([]int32, len(cs)*pstride)
+	for row, c := range cs {
+		copy(host[row*stride:], c.x)
+		lens[row] = int32(len(c.x))
+		copy(pred[row*pstride:], c.pred)
+	}
+	outIdx := mem.AllocI32s(make([]int32, len(cs)*cfg.K))
+	outVals := mem.AllocF32s(make([]float32, len(cs)*cfg.K))
+	stats := mem.Alloc(len(cs)*gen.StatsBytes, 0)
+	args := map[string]uint64{"scores": mem.AllocF32s(host), "row_stride": uint64(stride), "lengths": mem.AllocI32s(lens),
+		"pred": mem.AllocI32s(pred), "pred_stride": uint64(pstride), "pred_count": uint64(cfg.K),
+		"out_idx": outIdx, "out_vals": outVals, "stats": stats}
+	var params []uint64
+	for _, prm := range k.Module.Entries[0].Params {
+		v, ok := args[prm.Name]
+		if !ok {
+			t.Fatalf("no value for parameter %s", prm.Name)
+		}
+		params = append(params, v)
+	}
+	if _, err := p.Run(k.Name, mem, emu.Launch{Grid: [3]int{len(cs)}, Block: [3]int{k.Block},
+		DynamicShared: k.SharedBytes, Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := mem.ReadI32s(outIdx, len(cs)*cfg.K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := mem.ReadF32s(outVals, len(cs)*cfg.K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := mem.Read(stats, len(cs)*gen.StatsBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := topk.ParseStats(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for row, c := range cs {
+		if err := topk.Check(c.x, cfg.K, false, idx[row*cfg.K:(row+1)*cfg.K], vals[row*cfg.K:(row+1)*cfg.K]); err != nil {
+			t.Errorf("row %d (%s): %v", row, c.name, err)
+		}
+		want := topk.PathGVR
+		if len(c.x) <= cfg.K {
+			want = topk.PathCopy
+		}
+		if st[row].Path != want {
+			t.Errorf("row %d (%s, n=%d, perfect prediction): path %v, want %v (stats %+v)", row, c.name, len(c.x), st[row].Path, want, st[row])
+		}
+		if want == topk.PathGVR && st[row].ValidPred != uint32(cfg.K) {
+			t.Errorf("row %d (%s): %d valid predicted indices, want %d", row, c.name, st[row].ValidPred, cfg.K)
 		}
 	}
 }

@@ -18,6 +18,7 @@
 #   GVR_SUITE   full (default) or quick: the size of the adversarial suite
 #   BENCHFLAGS  flags for gvrbench (default: its full table); e.g. "-batch 1,8 -iters 50"
 #   TESTFLAGS   extra flags for both test binaries, e.g. "-test.run Decode"
+#   GVR_FUZZ_CASES, GVR_FUZZ_SEED  TestFuzzGPU's random cases (default 200) and seed (default: the time)
 #   SANITIZE_TESTS  the topk tests the sanitize step runs (a -test.run pattern)
 #   SANITIZER   the compute-sanitizer to use (default: on PATH, else /usr/local/cuda/bin/compute-sanitizer)
 #   PTXAS       the ptxas to use (default: ptxas on PATH, else /usr/local/cuda/bin/ptxas)
@@ -25,6 +26,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 STEPS=${STEPS:-runtime topk sanitize ptxas bench}
+GVR_FUZZ_CASES=${GVR_FUZZ_CASES:-200}
+GVR_FUZZ_SEED=${GVR_FUZZ_SEED:-$(date +%s)}
 SANITIZE_TESTS=${SANITIZE_TESTS:-'^Test(Determinism|SelectHost|DecodeLoop|SharedSelector|MisalignedViews|GraphReplay)$'}
 GVR_SUITE=${GVR_SUITE:-full}
 BENCHFLAGS=${BENCHFLAGS:-}
@@ -83,10 +86,13 @@ step_test() {
   local name=$1 t0 ok=1; t0=$(date +%s)
   : >"$OUT/$name.log"
   if [ "$name" = topk ] && [ -z "$TESTFLAGS" ]; then
-    local all; all=$(IFS='|'; echo "${TOPK_GROUPS[*]}|$TWO_GPU_TESTS")
+    local all; all=$(IFS='|'; echo "${TOPK_GROUPS[*]}|$TWO_GPU_TESTS|FuzzGPU")
     for g in "${TOPK_GROUPS[@]}"; do
       run_test topk "-gvr.suite=$GVR_SUITE" -test.run "^Test($g)\$" || ok=0
     done
+    # Differential fuzzing: random kernels, configurations and rows against
+    # the reference and the interpreter; a new seed each run unless given.
+    run_test topk -test.run '^TestFuzzGPU$' -gvr.fuzz-cases="$GVR_FUZZ_CASES" -gvr.fuzz-seed="$GVR_FUZZ_SEED" || ok=0
     local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
     if [ "$ngpu" -ge 2 ]; then
       GVR_REQUIRE_GPUS=2 run_test topk -test.run "^Test($TWO_GPU_TESTS)\$" || ok=0

@@ -1,0 +1,204 @@
+// Package fuzzcase builds random Top-K test cases from a handful of raw
+// numbers: a kernel, a configuration mapped into the valid space, and a
+// recipe for a row and its prediction. The interpreter's fuzz targets (gen)
+// and the GPU fuzz test (topk, tag cuda) share it, so a case found on one
+// side can be replayed on the other.
+//
+// Decoding is deterministic: the same Params and maxN give the same Case,
+// the same row and the same prediction, on every machine. It uses only
+// math/rand/v2's PCG, whose output is fixed by its specification.
+//
+// The package cannot check results: package topk (the reference) imports
+// nothing from here, and topk's own tests import this package. Callers
+// compare with topk.Check.
+package fuzzcase
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// Kernels are the Top-K kernels a case can run.
+var Kernels = []string{"gvr_topk", "topk_fallback", "topk_radix"}
+
+// Targets are the targets a case can generate for: sm_75 lacks redux.sync,
+// so it takes the shuffle paths.
+var Targets = []ptx.Target{ptx.SM75, ptx.SM80, ptx.SM90, ptx.SM100}
+
+// InterpMaxN is the longest row the interpreter's fuzz targets run: one
+// execution stays well under a second.
+const InterpMaxN = 8192
+
+// Params are the raw numbers of a case, as a fuzzer mutates them. Every
+// value is valid: Case maps each field into range as documented here.
+type Params struct {
+	Kernel  uint8  // Kernels[Kernel % 3]
+	Target  uint8  // Targets[Target % 4]
+	K       uint16 // K = 1 + K % 2048
+	Cand    uint16 // MaxCandidates = K + Cand % (2K + 64): Cand = 0 leaves no room
+	Block   uint8  // BlockSize = 32 << (Block % 6): 32 to 1024
+	Bins    uint8  // Bins = 2 << (Bins % 11), raised to the warp count: 2 to 2048
+	Unroll  uint8  // Unroll = Unroll % 17 (0: the default)
+	Flags   uint8  // bit 0: Sorted; bit 1: no value output; bits 2-3: empty rows before the row
+	N       uint32 // the row length (Length)
+	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
+	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
+	Pred    uint8  // gvr_topk's prediction: Preds[Pred % len(Preds)]
+	Seed    uint64 // the random source of the row and the prediction
+}
+
+// Args are p's fields in order: the arguments of a fuzz function that
+// takes Params field by field (gen's FuzzTopKConfig).
+func (p Params) Args() []any {
+	return []any{p.Kernel, p.Target, p.K, p.Cand, p.Block, p.Bins, p.Unroll, p.Flags,
+		p.N, p.Fill, p.Special, p.Pred, p.Seed}
+}
+
+// Corpus is p as a Go fuzz corpus file (testdata/fuzz/<Target>/<name>) of
+// a fuzz function whose arguments are Args.
+func (p Params) Corpus() string {
+	var b strings.Builder
+	b.WriteString("go test fuzz v1\n")
+	for _, a := range p.Args() {
+		fmt.Fprintf(&b, "%T(%v)\n", a, a)
+	}
+	return b.String()
+}
+
+// Length is the row length p.N gives for K and MaxCandidates C: N % 4
+// picks an anchor (0, K, C, 2C+K) and N/4 an offset o from it, n = anchor
+// + o - 8 (reflected at 0), so the lengths around each anchor (K-1, K,
+// K+1, C+1...) are small values of N. A length past maxN wraps modulo
+// maxN+1.
+func (p Params) Length(K, C, maxN int) int {
+	anchor := [4]int{0, K, C, 2*C + K}[p.N%4]
+	n := anchor + int(p.N/4) - 8
+	if n < 0 {
+		n = -n
+	}
+	if n > maxN {
+		n %= maxN + 1
+	}
+	return n
+}
+
+// Case is a decoded Params: what runs and on what.
+type Case struct {
+	Params Params
+	MaxN   int        // the longest row it was decoded for
+	Kernel string     // one of Kernels
+	Config gen.Config // valid
+	N      int        // the row length
+	Lead   int        // empty rows launched before the row (so, with an odd stride, it starts at any alignment)
+	Values bool       // whether out_vals is given (a nil pointer means no value writes)
+	Fill   Fill
+	Pred   Pred
+}
+
+// Case decodes p for rows of at most maxN elements. The configuration is
+// valid: one whose shared memory does not fit the target is retried with
+// MaxCandidates = K, and the error says when even that does not fit.
+func (p Params) Case(maxN int) (Case, error) {
+	K := 1 + int(p.K)%2048
+	cfg := gen.Config{
+		K:             K,
+		MaxCandidates: K + int(p.Cand)%(2*K+64),
+		BlockSize:     32 << (p.Block % 6),
+		Bins:          2 << (p.Bins % 11),
+		Target:        Targets[int(p.Target)%len(Targets)],
+		Unroll:        int(p.Unroll) % 17,
+		Sorted:        p.Flags&1 != 0,
+	}
+	// Bins must be a multiple of the warp count; both are powers of two.
+	cfg.Bins = max(cfg.Bins, cfg.BlockSize/32)
+	if cfg.Validate() != nil {
+		cfg.MaxCandidates = K
+	}
+	if err := cfg.Validate(); err != nil {
+		return Case{}, fmt.Errorf("fuzzcase: %+v: %w", p, err)
+	}
+	return Case{
+		Params: p,
+		MaxN:   maxN,
+		Kernel: Kernels[int(p.Kernel)%len(Kernels)],
+		Config: cfg,
+		N:      p.Length(cfg.K, cfg.MaxCandidates, maxN),
+		Lead:   int(p.Flags>>2) & 3,
+		Values: p.Flags&2 == 0,
+		Fill:   Fills[int(p.Fill)%len(Fills)],
+		Pred:   Preds[int(p.Pred)%len(Preds)],
+	}, nil
+}
+
+// String describes c completely enough to rebuild it: the Params (which
+// with MaxN decode to c) and what they decode to.
+func (c Case) String() string {
+	s := fmt.Sprintf("%s (%v) n=%d fill=%s special=%s", c.Kernel, c.Config, c.N, c.Fill.Name, specialNames(c.Params.Special))
+	if c.Kernel == "gvr_topk" {
+		s += " pred=" + c.Pred.Name
+	}
+	if c.Lead > 0 {
+		s += fmt.Sprintf(" lead=%d", c.Lead)
+	}
+	if !c.Values {
+		s += " no-values"
+	}
+	return s + fmt.Sprintf(" [maxN %d, %+v]", c.MaxN, c.Params)
+}
+
+// rng is the case's random source for one purpose (row, prediction).
+func (c Case) rng(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(c.Params.Seed, stream)) }
+
+// Row is the case's row: its base values, then the specials sprinkled in.
+func (c Case) Row() []float32 {
+	r := c.rng(1)
+	x := c.Fill.Gen(r, c.N, c.Config.K, c.Config.MaxCandidates)
+	sprinkle(r, x, c.Params.Special, c.Config.K, c.Config.MaxCandidates)
+	return x
+}
+
+// Prediction is gvr_topk's prediction for the row, made from the
+// reference Top-K top (topk.Reference(row, K, true): K slots, -1 past n).
+// nil means pred_count = 0.
+func (c Case) Prediction(top []int32) []int32 {
+	return c.Pred.Gen(c.rng(2), top, c.N, c.Config.K)
+}
+
+// Random draws Params the way a GPU run wants them: mostly short and edge
+// lengths, small and middling K, some rows up to 256K elements and K up to
+// 2048.
+func Random(r *rand.Rand) Params {
+	p := Params{
+		Kernel: uint8(r.UintN(256)), Target: uint8(r.UintN(256)), Block: uint8(r.UintN(256)),
+		Bins: uint8(r.UintN(256)), Unroll: uint8(r.UintN(256)), Flags: uint8(r.UintN(256)),
+		Fill: uint8(r.UintN(256)), Special: uint8(r.UintN(256)), Pred: uint8(r.UintN(256)),
+		Seed: r.Uint64(),
+	}
+	switch u := r.Float64(); {
+	case u < 0.4:
+		p.K = uint16(r.IntN(64))
+	case u < 0.8:
+		p.K = uint16(64 + r.IntN(448))
+	default:
+		p.K = uint16(r.IntN(2048))
+	}
+	if r.IntN(4) > 0 {
+		p.Cand = uint16(r.UintN(1 << 16))
+	}
+	if r.IntN(4) == 0 {
+		p.Special = 0 // clean rows too
+	}
+	o := r.IntN(16) // an edge length around the anchor
+	switch u := r.Float64(); {
+	case u < 0.3:
+		o = r.IntN(8192)
+	case u < 0.45:
+		o = r.IntN(1 << 18)
+	}
+	p.N = uint32(r.IntN(4) + 4*o)
+	return p
+}

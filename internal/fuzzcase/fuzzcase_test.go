@@ -1,0 +1,207 @@
+package fuzzcase
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// randomParams are Params with every byte random, as a fuzzer's mutations
+// give them (Random draws a friendlier distribution).
+func randomParams(r *rand.Rand) Params {
+	return Params{
+		Kernel: uint8(r.Uint32()), Target: uint8(r.Uint32()), K: uint16(r.Uint32()), Cand: uint16(r.Uint32()),
+		Block: uint8(r.Uint32()), Bins: uint8(r.Uint32()), Unroll: uint8(r.Uint32()), Flags: uint8(r.Uint32()),
+		N: r.Uint32(), Fill: uint8(r.Uint32()), Special: uint8(r.Uint32()), Pred: uint8(r.Uint32()), Seed: r.Uint64(),
+	}
+}
+
+// Every Params decodes to a valid configuration: no fuzz input is wasted
+// on a skip, and the decoder reaches every kernel and target.
+func TestCaseAlwaysValid(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	kernels, targets := map[string]bool{}, map[string]bool{}
+	for i := range 20000 {
+		p := randomParams(r)
+		if i%2 == 1 {
+			p = Random(r)
+		}
+		c, err := p.Case(InterpMaxN)
+		if err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+		if err := c.Config.Validate(); err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+		if c.N < 0 || c.N > InterpMaxN || c.Lead < 0 || c.Lead > 3 {
+			t.Fatalf("%v: n or lead out of range", c)
+		}
+		kernels[c.Kernel], targets[c.Config.Target.Name] = true, true
+	}
+	if len(kernels) != len(Kernels) || len(targets) != len(Targets) {
+		t.Errorf("reached kernels %v and targets %v", kernels, targets)
+	}
+}
+
+// The lengths around each anchor are small values of N, so a fuzzer finds
+// them with a mutation or two.
+func TestLengthEdges(t *testing.T) {
+	const K, C = 100, 300
+	want := []int{0, 1, K - 1, K, K + 1, C - 1, C, C + 1, 2*C + K, 2*C + K + 7}
+	got := map[int]bool{}
+	for n := range uint32(64) {
+		got[Params{N: n}.Length(K, C, InterpMaxN)] = true
+	}
+	for _, n := range want {
+		if !got[n] {
+			t.Errorf("n = %d needs N >= 64", n)
+		}
+	}
+	if n := (Params{N: 4 * 100000}).Length(K, C, 1000); n > 1000 {
+		t.Errorf("length %d past maxN 1000", n)
+	}
+}
+
+// A case's row and prediction depend on its Params alone.
+func TestDeterministic(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	for range 200 {
+		p := Random(r)
+		c, err := p.Case(InterpMaxN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, _ := p.Case(InterpMaxN)
+		x, x2 := c.Row(), c2.Row()
+		if len(x) != c.N || !slices.Equal(bitsOf(x), bitsOf(x2)) {
+			t.Fatalf("%v: two rows differ (or the length is not %d)", c, c.N)
+		}
+		top := make([]int32, c.Config.K)
+		for j := range top {
+			top[j] = int32(j%max(c.N, 1)) - int32(min(1, j/max(c.N, 1))) // some -1 pads
+		}
+		if !slices.Equal(c.Prediction(top), c2.Prediction(top)) {
+			t.Fatalf("%v: two predictions differ", c)
+		}
+	}
+}
+
+func bitsOf(x []float32) []uint32 {
+	b := make([]uint32, len(x))
+	for i, v := range x {
+		b[i] = math.Float32bits(v)
+	}
+	return b
+}
+
+func TestSpecials(t *testing.T) {
+	c, err := Params{K: 9, Cand: 30, N: 4*2000 + 8, Fill: 0, Special: 0x40}.Case(InterpMaxN) // nan-mass
+	if err != nil {
+		t.Fatal(err)
+	}
+	nans := 0
+	for _, v := range c.Row() {
+		if v != v {
+			nans++
+		}
+	}
+	if want := max(4*c.Config.K, c.Config.MaxCandidates+1) + 7; nans != want {
+		t.Errorf("nan-mass planted %d NaNs, want %d", nans, want)
+	}
+	c.Params.Special = 0x80 | 0x08 // dense -Inf
+	inf := 0
+	for _, v := range c.Row() {
+		if math.IsInf(float64(v), -1) {
+			inf++
+		}
+	}
+	if inf < c.N/8 || inf > c.N/2 {
+		t.Errorf("dense -Inf: %d of %d", inf, c.N)
+	}
+}
+
+func TestPredModes(t *testing.T) {
+	const n, K = 50, 8
+	top := []int32{3, 9, 1, 49, 0, 7, 2, 5}
+	r := rand.New(rand.NewPCG(3, 3))
+	byName := map[string][]int32{}
+	for _, m := range Preds {
+		byName[m.Name] = m.Gen(r, top, n, K)
+	}
+	if byName["none"] != nil {
+		t.Errorf("none: %v, want nil (pred_count 0)", byName["none"])
+	}
+	if !slices.Equal(byName["perfect"], top) || !slices.Equal(byName["long"][:K], top) || len(byName["long"]) != 2*K {
+		t.Errorf("perfect %v, long %v", byName["perfect"], byName["long"])
+	}
+	if !slices.Equal(byName["short"], top[:2]) {
+		t.Errorf("short: %v", byName["short"])
+	}
+	if s := byName["shifted"]; s[3] != n {
+		t.Errorf("shifted: %v: the last index should fall past the row", s)
+	}
+	for _, j := range byName["garbage"] {
+		if j < 0 || j >= n {
+			return
+		}
+	}
+	t.Errorf("garbage has no out-of-range index: %v", byName["garbage"])
+}
+
+func TestRowFromBytes(t *testing.T) {
+	f32 := []byte{0, 0, 0x80, 0x3F, 0, 0, 0xC0, 0xFF, 1} // 1.0, -NaN, a stray byte
+	if x := RowFromBytes(0, 0, f32, 100); len(x) != 2 || x[0] != 1 || math.Float32bits(x[1]) != 0xFFC00000 {
+		t.Errorf("float32: %v", x)
+	}
+	if x := RowFromBytes(1, 5, []byte{0x80, 0x3F, 0x80, 0x7F}, 100); len(x) != 5 || x[0] != 1 || !math.IsInf(float64(x[1]), 1) || x[4] != 1 {
+		t.Errorf("bf16 repeated to 5: %v", x)
+	}
+	if x := RowFromBytes(2, 0, []byte{0, 1, 6, 0x35}, 100); !slices.Equal(bitsOf(x), bitsOf([]float32{0, Palette[1], float32(math.Inf(-1)), 3})) {
+		t.Errorf("palette: %v", x)
+	}
+	if x := RowFromBytes(2, 7, nil, 100); len(x) != 7 || slices.ContainsFunc(x, func(v float32) bool { return v != 0 }) {
+		t.Errorf("no data, length 7: %v", x)
+	}
+	if x := RowFromBytes(2, 1000, []byte{1}, 100); len(x) != 1000%101 {
+		t.Errorf("length 1000 with maxN 100: %d elements", len(x))
+	}
+	if p := PredFromBytes([]byte{1, 0, 0xFF, 0xFF, 0x00, 0x80, 9}); !slices.Equal(p, []int32{1, -1, math.MinInt16}) {
+		t.Errorf("prediction: %v", p)
+	}
+}
+
+// A batch puts the row after Lead empty rows, an odd stride apart, with
+// NaN in the slack, and the prediction in every row.
+func TestBatch(t *testing.T) {
+	c, err := Params{K: 3, N: 4 * 18, Flags: 3 << 2}.Case(InterpMaxN) // lead 3, n = 10
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := c.Row()
+	b := c.Batch(x, []int32{4, 2})
+	if b.Rows() != 4 || b.Stride%2 != 1 || b.Stride < len(x) || b.Lengths[3] != int32(len(x)) || b.Lengths[0] != 0 {
+		t.Fatalf("batch shape: %d rows, stride %d, lengths %v", b.Rows(), b.Stride, b.Lengths)
+	}
+	if !slices.Equal(bitsOf(b.Scores[3*b.Stride:3*b.Stride+len(x)]), bitsOf(x)) || b.Scores[0] == b.Scores[0] {
+		t.Errorf("the row is not at row 3, or the slack is not NaN")
+	}
+	if b.PredCount != 2 || b.Pred[2*b.PredStride+1] != 2 {
+		t.Errorf("prediction: count %d, %v", b.PredCount, b.Pred)
+	}
+	if a := b.Args("topk_radix", 1, 2, 3, 4, 5); len(a) != 5 {
+		t.Errorf("topk_radix takes 5 parameters, got %v", a)
+	}
+	if a := b.Args("gvr_topk", 1, 2, 3, 4, 5); len(a) != 8 || a[5] != 2 {
+		t.Errorf("gvr_topk's parameters: %v", a)
+	}
+}
+
+func TestCorpus(t *testing.T) {
+	p := Params{Kernel: 2, K: 300, N: 77, Seed: 1 << 40}
+	lines := strings.Split(strings.TrimSpace(p.Corpus()), "\n")
+	if lines[0] != "go test fuzz v1" || len(lines) != 1+len(p.Args()) || lines[3] != "uint16(300)" || lines[13] != "uint64(1099511627776)" {
+		t.Errorf("corpus file:\n%s", p.Corpus())
+	}
+}

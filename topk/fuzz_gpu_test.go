@@ -1,0 +1,214 @@
+//go:build cuda
+
+package topk
+
+// TestFuzzGPU is differential fuzzing on the GPU, wazero-style: random
+// cases from the same decoder as gen's interpreter fuzz targets
+// (internal/fuzzcase: a kernel, a valid configuration, a row and a
+// prediction) run on the device and must match Reference exactly; those
+// with rows short enough also run in the interpreter, and the two must
+// agree: sorted outputs bit for bit, unsorted ones as sets of (index,
+// value bits) per row, and a fault on one side is a fault on the other.
+//
+// Case i of seed S is fuzzcase.Random(PCG(S, i)), its target lowered to
+// one the device runs, so a failing case is rerun alone with
+//
+//	topk.test -test.run 'TestFuzzGPU/^case=i$' -gvr.fuzz-seed=S
+//
+// and, when its row fits the interpreter, the failure message holds the
+// corpus file that replays it in gen's FuzzTopKConfig.
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gvr-go/gvr/internal/fuzzcase"
+	"github.com/gvr-go/gvr/ptx/emu"
+	"github.com/gvr-go/gvr/runtime"
+)
+
+var (
+	fuzzCases   = flag.Int("gvr.fuzz-cases", 200, "TestFuzzGPU: how many random cases to run")
+	fuzzSeed    = flag.Uint64("gvr.fuzz-seed", 1, "TestFuzzGPU: the seed of the random cases")
+	fuzzMaxN    = flag.Int("gvr.fuzz-max-n", 1<<18, "TestFuzzGPU: the longest row")
+	fuzzInterpN = flag.Int("gvr.fuzz-interp-n", fuzzcase.InterpMaxN, "TestFuzzGPU: cases with rows up to this long also run in the interpreter (0: none)")
+)
+
+func TestFuzzGPU(t *testing.T) {
+	d := gpu(t)
+	start := time.Now()
+	var ran, interp, failed int
+	for i := range *fuzzCases {
+		p := fuzzcase.Random(rand.New(rand.NewPCG(*fuzzSeed, uint64(i))))
+		p.Target = runnableTarget(p.Target, d.Info().Major*10+d.Info().Minor)
+		c, err := p.Case(*fuzzMaxN)
+		if err != nil {
+			t.Logf("case %d: %v", i, err) // no valid configuration: nothing to run
+			continue
+		}
+		gpuFault := false
+		ok := t.Run(fmt.Sprintf("case=%d", i), func(t *testing.T) {
+			ran++
+			if fuzzOneGPU(t, d, c, &gpuFault) {
+				interp++
+			}
+		})
+		if !ok {
+			t.Logf("case %d of seed %d: %v\nrerun: -test.run 'TestFuzzGPU/^case=%d$' -gvr.fuzz-seed=%d", i, *fuzzSeed, c, i, *fuzzSeed)
+			if ci, err := p.Case(fuzzcase.InterpMaxN); err == nil && ci.N == c.N {
+				t.Logf("as gen/testdata/fuzz/FuzzTopKConfig/<name>:\n%s", p.Corpus())
+			}
+			if gpuFault {
+				t.Fatalf("case %d faulted on the GPU, whose context is now unusable: stopping", i)
+			}
+			if failed++; failed >= 10 {
+				t.Fatalf("10 cases failed: stopping")
+			}
+		}
+	}
+	t.Logf("fuzz suite, seed %d: %d cases on %v, %d of them also in the interpreter, %d failed, %v",
+		*fuzzSeed, ran, d, interp, failed, time.Since(start).Round(time.Millisecond))
+}
+
+// runnableTarget maps Params.Target to a target the device runs (sm
+// major*10+minor): the one it picks, or else the newest older one.
+func runnableTarget(raw uint8, sm int) uint8 {
+	i := int(raw) % len(fuzzcase.Targets)
+	for i > 0 && fuzzcase.Targets[i].SM > sm {
+		i--
+	}
+	return uint8(i)
+}
+
+// fuzzOneGPU runs case c on the GPU and checks it against Reference, then,
+// if its row is short enough, in the interpreter, and compares the two. It
+// reports whether the interpreter ran, and sets *gpuFault when the GPU
+// faulted.
+func fuzzOneGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, gpuFault *bool) bool {
+	K, sorted := c.Config.K, c.Config.Sorted
+	x := c.Row()
+	var pred []int32
+	if c.Kernel == "gvr_topk" {
+		top, _ := Reference(x, K, true)
+		pred = c.Prediction(top)
+	}
+	b := c.Batch(x, pred)
+
+	gpuOut, gpuErr := runGPU(t, d, c, b)
+	var emuOut fuzzcase.Output
+	var emuErr error
+	withInterp := c.N <= *fuzzInterpN
+	if withInterp {
+		l, err := fuzzcase.Load(c.Kernel, c.Config)
+		must(t, err)
+		emuOut, emuErr = fuzzcase.RunEmu(l.Program, l.Kernel, b, false)
+		var fault *emu.Fault
+		if emuErr != nil && !errors.As(emuErr, &fault) {
+			t.Fatalf("interpreter: %v", emuErr) // a bad launch, not the kernel's fault
+		}
+	}
+	*gpuFault = gpuErr != nil
+	switch {
+	case gpuErr != nil && withInterp && emuErr == nil:
+		// A GPU fault poisons the context: nothing after it can run.
+		t.Fatalf("the GPU faults and the interpreter does not: %v", gpuErr)
+	case gpuErr != nil && withInterp:
+		t.Fatalf("both fault (they agree, but no input may make a kernel fault): GPU %v; interpreter %v", gpuErr, emuErr)
+	case gpuErr != nil:
+		t.Fatalf("the GPU faults: %v", gpuErr)
+	case emuErr != nil:
+		t.Fatalf("the interpreter faults and the GPU does not: %v", emuErr)
+	}
+
+	for r := range b.Rows() {
+		var row []float32
+		if r == c.Lead {
+			row = x
+		}
+		want, _ := Reference(row, K, sorted)
+		idx, vals := gpuOut.Row(r, K)
+		if !c.Values {
+			vals = nil
+		}
+		if err := checkRow(row, want, idx, vals, sorted); err != nil {
+			t.Errorf("GPU: row %d of %d (n=%d): %v", r, b.Rows(), len(row), err)
+		}
+	}
+	if withInterp {
+		if err := sameOutput(gpuOut, emuOut, b.Rows(), K, sorted); err != nil {
+			t.Errorf("the GPU and the interpreter differ: %v", err)
+		}
+	}
+	return withInterp
+}
+
+// runGPU launches c's kernel over batch b on the device, outputs poisoned
+// first (fuzzcase.PoisonIdx, PoisonVal) as in the interpreter. The error is
+// the launch's or the synchronisation's: a kernel fault.
+func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) (fuzzcase.Output, error) {
+	kern, err := d.Kernel(c.Kernel, c.Config)
+	must(t, err)
+	n := b.Rows() * b.K
+	scores, lengths := alloc(t, d, 4*len(b.Scores)), alloc(t, d, 4*len(b.Lengths))
+	pred, idx, vals := alloc(t, d, 4*len(b.Pred)), alloc(t, d, 4*n), alloc(t, d, 4*n)
+	must(t, runtime.Upload(scores, b.Scores))
+	must(t, runtime.Upload(lengths, b.Lengths))
+	must(t, runtime.Upload(pred, b.Pred))
+	must(t, idx.Memset32(nil, fuzzcase.PoisonIdx))
+	must(t, vals.Memset32(nil, fuzzcase.PoisonVal))
+	args := b.Args(c.Kernel, scores.Ptr(), lengths.Ptr(), pred.Ptr(), idx.Ptr(), vals.Ptr())
+	if err := kern.Launch(nil, b.Rows(), params(args...)); err != nil {
+		return fuzzcase.Output{}, err
+	}
+	if err := d.Synchronize(); err != nil {
+		return fuzzcase.Output{}, err
+	}
+	o := fuzzcase.Output{Idx: make([]int32, n), Vals: make([]float32, n)}
+	must(t, runtime.Download(o.Idx, idx))
+	must(t, runtime.Download(o.Vals, vals))
+	return o, nil
+}
+
+// sameOutput compares two runs' outputs of a batch: bit for bit when
+// sorted (the order is then the contract's), else row by row as sets of
+// (index, value bits): the order of an unsorted output follows the
+// threshold the kernel settles on, which an approximate instruction may
+// place differently on the GPU.
+func sameOutput(g, e fuzzcase.Output, rows, K int, sorted bool) error {
+	for r := range rows {
+		gi, gv := g.Row(r, K)
+		ei, ev := e.Row(r, K)
+		gp, ep := pairs(gi, gv), pairs(ei, ev)
+		if !sorted {
+			slices.SortFunc(gp, cmpPair)
+			slices.SortFunc(ep, cmpPair)
+		}
+		for j := range gp {
+			if gp[j] != ep[j] {
+				return fmt.Errorf("row %d, slot %d (of the %s output): GPU index %d value bits %#08x, interpreter index %d value bits %#08x",
+					r, j, map[bool]string{true: "sorted", false: "set-sorted"}[sorted], int32(gp[j][0]), gp[j][1], int32(ep[j][0]), ep[j][1])
+			}
+		}
+	}
+	return nil
+}
+
+// pairs are a row's slots as (index, value bits).
+func pairs(idx []int32, vals []float32) [][2]uint32 {
+	p := make([][2]uint32, len(idx))
+	for j := range idx {
+		p[j] = [2]uint32{uint32(idx[j]), math.Float32bits(vals[j])}
+	}
+	return p
+}
+
+func cmpPair(a, b [2]uint32) int {
+	return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+}
