@@ -32,6 +32,14 @@ func (c *cta) warps() int { return c.threads / warpSize }
 func newCTA(e *ptx.Entry, target ptx.Target, threads int, smemVar *ptx.Var) *cta {
 	c := &cta{e: e, target: target, threads: threads}
 	e.ReqNTID = ptx.Dim3{threads}
+	if threads <= 512 {
+		// Two CTAs per SM: ptxas then keeps a 512-thread CTA within 64
+		// registers. Left free, it gives the Top-K kernels 92 and one CTA
+		// per SM, which an H100 run measured up to 22% slower at batch
+		// 256-512 (docs/perf-notes.md, the radix loop). Not for 1024
+		// threads: two such CTAs would leave 32 registers a thread.
+		e.MinNCTAPerSM = 2
+	}
 	c.tid = c.u32()
 	e.Mov(c.tid, ptx.TidX)
 	c.lane = c.u32()

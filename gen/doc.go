@@ -53,6 +53,9 @@
 // MaxCandidates, NaN mass), the exact path is a radix select over the row in
 // global memory, as in topk_radix (which alone also finishes a small K-th
 // bin in one warp: measured faster there, slower inside the GVR kernels).
+// Its passes are one PTX loop over the digits, so the long row walk is
+// emitted once rather than once per digit; Phase 4's passes over the short
+// candidate walk stay inlined.
 // The output is written in walk order from block prefix sums, or in rank
 // order with Sorted: bit-identical run to run.
 //

@@ -346,7 +346,10 @@ func (t *topk) finish() {
 // exactPath selects the row's Top-K by radix select over global memory.
 func (t *topk) exactPath() {
 	t.e.Comment("Phase 4 (exact path): radix select over the row")
-	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes, t.smallRow)
+	// The radix passes loop over the digits: the row walk is long (an
+	// unrolled vector loop), and inlined once per digit it made this rarely
+	// taken path most of the GVR kernels' code.
+	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes, t.smallRow, true)
 }
 
 // phase1PreIndexStats: min, max and mean of the scores at the predicted
@@ -830,7 +833,9 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 			t.store(t.out, j, i, b)
 		})
 	}, func() {
-		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, false)
+		// Inlined passes: the candidate walk is short, and this is the
+		// common path, where a loop's few instructions per pass would show.
+		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, false, false)
 	})
 }
 

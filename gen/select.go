@@ -78,9 +78,15 @@ type selection struct {
 // Each pass histograms one digit of the ranks that match the digits fixed
 // so far, then finds the bin where the count from the top reaches R:
 // ceil(32 / log2(bins)) passes, each an exact count, so ties and NaN need
-// no special case. passes, if non-nil, counts the passes made.
-func (c *cta) radixSelect(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) selection {
+// no special case. With loop the passes are one PTX loop over the digits
+// (radix.loop), else one inlined copy per digit. passes, if non-nil, counts
+// the passes made.
+func (c *cta) radixSelect(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg, loop bool) selection {
 	r := c.newRadix(s, R, sh, passes)
+	if loop {
+		r.loop(nil)
+		return r.sel
+	}
 	for !r.done() {
 		r.pass()
 	}
@@ -88,17 +94,19 @@ func (c *cta) radixSelect(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) 
 }
 
 // radix is a radix select under way: the digits fixed so far (sel.r, the
-// lower bits zero), how many ranks are above them (sel.above), how many
-// share them (sel.equal), and which rank is wanted among those (rem).
+// lower bits zero; fixed, the mask of those bits), how many ranks are above
+// them (sel.above), how many share them (sel.equal), and which rank is
+// wanted among those (rem).
 type radix struct {
 	c      *cta
 	s      stream
 	sh     selectShared
 	passes ptx.Reg
 	digits []digit // from the most significant
-	p      int     // the next pass
+	p      int     // the next pass (unrolled passes)
 	rem    ptx.Reg
 	sel    selection
+	fixed  ptx.Operand // u32 mask of the rank bits fixed so far
 }
 
 // digit is the rank bits [lo, hi) one pass histograms.
@@ -107,69 +115,151 @@ type digit struct{ lo, hi int }
 func (c *cta) newRadix(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) *radix {
 	e := c.e
 	r := &radix{c: c, s: s, sh: sh, passes: passes, rem: c.u32(),
-		sel: selection{r: c.constU32(0), above: c.constU32(0), equal: c.u32()}}
+		sel: selection{r: c.constU32(0), above: c.constU32(0), equal: c.u32()}, fixed: ptx.Imm(0)}
 	e.Mov(r.rem, R)
-	db := bits.TrailingZeros(uint(sh.bins))
+	db := r.width()
 	for hi := 32; hi > 0; hi -= db {
 		r.digits = append(r.digits, digit{max(0, hi-db), hi})
 	}
-	c.clearShared(sh.hist[0], 1<<(r.digits[0].hi-r.digits[0].lo))
+	c.clearShared(c.histOf(sh.hist[0]), 1<<(r.digits[0].hi-r.digits[0].lo))
 	c.sync()
 	return r
 }
 
+// width is the widest digit's bits: log2(bins).
+func (r *radix) width() int { return bits.TrailingZeros(uint(r.sh.bins)) }
+
 // done reports whether every digit is fixed (known when generating).
 func (r *radix) done() bool { return r.p == len(r.digits) }
 
-// pass fixes the next digit.
+// pass fixes the next digit, inlined (its bits known when generating).
 func (r *radix) pass() {
-	c, e := r.c, r.c.e
+	c := r.c
 	d := r.digits[r.p]
-	lo, hi, nb := d.lo, d.hi, 1<<(d.hi-d.lo)
-	hist := r.sh.hist[r.p%2]
+	c.e.Comment("radix select: digit bits [%d, %d)", d.lo, d.hi)
+	var clearNext func()
+	if r.p+1 < len(r.digits) {
+		next := r.digits[r.p+1]
+		clearNext = func() { c.clearShared(c.histOf(r.sh.hist[(r.p+1)%2]), 1<<(next.hi-next.lo)) }
+	}
+	r.count(ptx.Imm(int64(d.lo)), 1<<(d.hi-d.lo), c.histOf(r.sh.hist[r.p%2]), clearNext)
+	r.fixed = ptx.Imm(int64(^uint32(0) << d.lo))
+	r.p++
+}
+
+// loop emits the passes as one PTX loop over the digits, with the digit's
+// shift, the mask of the bits fixed before it and the histogram in
+// registers: a select over the row in global memory then carries one copy
+// of the row walk instead of one per digit. Every digit is log2(bins) bits
+// wide, from the top: pass p histograms bits [lo, lo+width) with lo =
+// max(0, 32 - width*(p+1)). When 32 is no multiple of the width, the last
+// digit overlaps bits already fixed; the ranks it counts all share those
+// bits with sel.r, so only bins that agree with sel.r are filled, and OR-ing
+// the found bin into sel.r changes none of them: still exact. The loop costs
+// a few instructions per pass, and in the first pass a match test per rank
+// that the inlined passes leave out.
+//
+// leave, if non-nil, is tested once one digit remains; if it holds the loop
+// stops there, with r.rem, r.sel and r.fixed describing the digits fixed so
+// far. loop returns whether every digit was fixed.
+func (r *radix) loop(leave func() ptx.Pred) (all ptx.Pred) {
+	c, e := r.c, r.c.e
+	db, bins := r.width(), r.sh.bins
+	e.Comment("radix select: a loop over the %d-bit digits, from the top", db)
+	lo, fixed := c.constU32(int64(max(0, 32-db))), c.constU32(0)
+	r.fixed = fixed
+	// The passes alternate between the two histograms: h is this pass's,
+	// next the other one (next = both - h).
+	h, next, both := c.u32(), c.u32(), c.u32()
+	e.Add(h, c.smem.base, ptx.Imm(int64(r.sh.hist[0].off)))
+	e.Add(next, c.smem.base, ptx.Imm(int64(r.sh.hist[1].off)))
+	e.Add(both, h, next)
+	top, end := e.NewLabel("radix_pass"), e.NewLabel("radix_done")
+	e.Place(top)
+	all = c.setp(ptx.EQ, lo, ptx.Imm(0)) // the last digit
+	r.count(lo, bins, histBuf{base: h}, func() {
+		e.If(all.Not(), func() { c.clearShared(histBuf{base: next}, bins) })
+	})
+	e.BraIf(all, end)
+	// The next digit: bits [lo', lo) with lo' = lo - min(lo, width).
+	e.Shl(fixed, ptx.Imm(0xFFFFFFFF), lo)
+	step := c.u32()
+	e.Min(step, lo, ptx.Imm(int64(db)))
+	e.Sub(lo, lo, step)
+	e.Mov(h, next)
+	e.Sub(next, both, h)
+	if leave != nil {
+		out := c.setp(ptx.EQ, lo, ptx.Imm(0))
+		e.AndPred(out, out, leave())
+		e.BraIf(out, end)
+	}
+	e.BraUni(top)
+	e.Place(end)
+	return all
+}
+
+// count is one radix pass: it histograms the digit (rank >> lo) & (nb-1)
+// into h for every rank whose fixed bits match sel.r, then finds the bin
+// where the count from the top reaches rem and fixes it into sel.r.
+// clearNext, if non-nil, clears the next pass's histogram meanwhile.
+func (r *radix) count(lo ptx.Operand, nb int, h histBuf, clearNext func()) {
+	c, e := r.c, r.c.e
 	if r.passes.T != ptx.TypeInvalid {
 		e.Add(r.passes, r.passes, ptx.Imm(1))
 	}
-	e.Comment("radix select: digit bits [%d, %d)", lo, hi)
 	r.s(func(x ptx.Reg) {
 		count := func() {
 			d := c.u32()
-			e.Shr(d, x, ptx.Imm(int64(lo)))
+			e.Shr(d, x, lo)
 			e.And(d, d, ptx.Imm(int64(nb-1)))
-			e.Red(ptx.SpaceShared, "add", ptx.U32, c.smem.elem(hist, d, 4), ptx.Imm(1))
+			e.Red(ptx.SpaceShared, "add", ptx.U32, c.bin(h, d), ptx.Imm(1))
 		}
-		if hi == 32 {
+		if r.fixed == ptx.Imm(0) { // the first inlined pass: every rank
 			count()
 			return
 		}
 		// Only ranks whose higher digits match the ones fixed so far.
 		m := c.u32()
-		e.Xor(m, x, r.sel.r)
-		e.Shr(m, m, ptx.Imm(int64(hi)))
-		e.If(c.setp(ptx.EQ, m, ptx.Imm(0)), count)
+		e.And(m, x, r.fixed)
+		e.If(c.setp(ptx.EQ, m, r.sel.r), count)
 	})
 	c.sync()
-	if r.p+1 < len(r.digits) {
+	if clearNext != nil {
 		// The next pass's histogram is the other buffer: clear it now;
 		// findBin's closing barrier orders the clearing before its use.
-		next := r.digits[r.p+1]
-		c.clearShared(r.sh.hist[(r.p+1)%2], 1<<(next.hi-next.lo))
+		clearNext()
 	}
-	dig, ab, cnt := c.findBin(r.sh, hist, nb, r.rem)
-	e.Shl(dig, dig, ptx.Imm(int64(lo)))
+	dig, ab, cnt := c.findBin(r.sh, h, nb, r.rem)
+	e.Shl(dig, dig, lo)
 	e.Or(r.sel.r, r.sel.r, dig)
 	e.Sub(r.rem, r.rem, ab)
 	e.Add(r.sel.above, r.sel.above, ab)
 	e.Mov(r.sel.equal, cnt)
-	r.p++
 }
 
-// clearShared zeroes the first n words of r.
-func (c *cta) clearShared(r region, n int) {
+// histBuf is where a histogram lies in shared memory: bin i at the u32
+// address base + off + 4i.
+type histBuf struct {
+	base ptx.Reg
+	off  int64
+}
+
+// histOf is the histogram in region h.
+func (c *cta) histOf(h region) histBuf { return histBuf{c.smem.base, int64(h.off)} }
+
+// bin is the address of bin i of h.
+func (c *cta) bin(h histBuf, i ptx.Reg) ptx.Addr {
+	a := c.u32()
+	c.e.Mad(a, i, ptx.Imm(4), h.base)
+	return ptx.At(a, h.off)
+}
+
+// clearShared zeroes the first n words of h.
+func (c *cta) clearShared(h histBuf, n int) {
 	e := c.e
 	j := c.u32()
 	e.For(j, c.tid, ptx.Imm(int64(n)), ptx.Imm(int64(c.threads)), func() {
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(r, j, 4), ptx.Imm(0))
+		e.St(ptx.SpaceShared, ptx.U32, c.bin(h, j), ptx.Imm(0))
 	})
 }
 
@@ -178,7 +268,7 @@ func (c *cta) clearShared(r region, n int) {
 // count, in every thread. Threads own runs of bins from the top; a block
 // scan of their sums tells each the count above its run, and the one whose
 // run holds the crossing publishes it.
-func (c *cta) findBin(sh selectShared, hist region, nb int, R ptx.Reg) (dig, above, cnt ptx.Reg) {
+func (c *cta) findBin(sh selectShared, hist histBuf, nb int, R ptx.Reg) (dig, above, cnt ptx.Reg) {
 	e := c.e
 	per := max(1, nb/c.threads) // bins per thread
 	owners := nb / per
@@ -189,7 +279,7 @@ func (c *cta) findBin(sh selectShared, hist region, nb int, R ptx.Reg) (dig, abo
 	// is hist[nb-1-first] - 4q.
 	top := c.u32()
 	e.Sub(top, ptx.Imm(int64(nb-1)), first)
-	topAddr := c.smem.elem(hist, top, 4)
+	topAddr := c.bin(hist, top)
 	binAt := func(q int) ptx.Addr { return ptx.At(topAddr.Base, topAddr.Off-int64(4*q)) }
 	h := make([]ptx.Reg, per)
 	sum := c.constU32(0)
@@ -258,35 +348,48 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 // in the Top-K order (key descending, then index ascending) is found as a
 // (key, index) pair; then every element before it in that order, and it,
 // are written. A radix select on the keys fixes all digits but the last;
-// usually few elements then share the K-th one's high bits, and one warp
+// with small, if few elements then share the K-th one's high bits, one warp
 // ranks them exactly (smallSelect). Otherwise the last digit pass follows,
 // and, if only some of the elements equal to the K-th key fit, a second
-// radix select on their inverted indices finds the cut.
-func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, small bool) {
+// radix select on their inverted indices finds the cut. With loop, each
+// radix select is a PTX loop over its digits (for walks too long to inline
+// once per digit); else its passes are inlined.
+func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, small, loop bool) {
 	e := c.e
 	r := c.newRadix(c.keysOf(w), K, sh, passes)
-	for r.p < len(r.digits)-1 {
-		r.pass()
-	}
 	kthKey, kthIdx := c.u32(), c.u32()
-	finish := func() {
-		r.pass()
+	ties := func() {
 		need := c.u32()
 		e.Sub(need, K, r.sel.above)
 		e.Mov(kthKey, r.sel.r)
 		e.Mov(kthIdx, ptx.Imm(0xFFFFFFFF))
 		e.If(c.setp(ptx.LT, need, r.sel.equal), func() {
 			e.Comment("ties at the K-th key: keep the %s lowest indices", "need")
-			tie := c.radixSelect(c.tiesOf(w, kthKey), need, sh, passes)
+			tie := c.radixSelect(c.tiesOf(w, kthKey), need, sh, passes, loop)
 			e.Not(kthIdx, tie.r)
 		})
 	}
-	if small {
-		e.IfElse(c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)), func() {
-			c.smallSelect(w, r, kthKey, kthIdx)
-		}, finish)
-	} else {
-		finish()
+	smallBin := func() ptx.Pred { return c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)) }
+	switch {
+	case loop && small:
+		all := r.loop(smallBin)
+		e.IfElse(all, ties, func() { c.smallSelect(w, r, kthKey, kthIdx) })
+	case loop:
+		r.loop(nil)
+		ties()
+	default:
+		for r.p < len(r.digits)-1 {
+			r.pass()
+		}
+		last := func() {
+			r.pass()
+			ties()
+		}
+		if small {
+			e.IfElse(smallBin(), func() { c.smallSelect(w, r, kthKey, kthIdx) }, last)
+		} else {
+			last()
+		}
 	}
 	c.writeSelected(w, func(x elem) ptx.Pred {
 		k := c.key(x.bits)
@@ -306,7 +409,6 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 func (c *cta) smallSelect(w walker, r *radix, kthKey, kthIdx ptx.Reg) {
 	e, sh := c.e, r.sh
 	e.Comment("small bin: one warp ranks the elements that share the K-th one's high bits")
-	lowBits := int64(r.digits[r.p].hi)
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
 	})
@@ -314,9 +416,8 @@ func (c *cta) smallSelect(w walker, r *radix, kthKey, kthIdx ptx.Reg) {
 	w(func(x elem) {
 		k := c.key(x.bits)
 		m := c.u32()
-		e.Xor(m, k, r.sel.r)
-		e.Shr(m, m, ptx.Imm(lowBits))
-		e.If(c.setp(ptx.EQ, m, ptx.Imm(0)), func() {
+		e.And(m, k, r.fixed)
+		e.If(c.setp(ptx.EQ, m, r.sel.r), func() {
 			slot := c.u32()
 			e.Atom(ptx.SpaceShared, "add", slot, c.smem.at(sh.scalars, 12), ptx.Imm(1))
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 8), ptx.Vec{k, x.idx()})

@@ -1,9 +1,12 @@
 package gen_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gvr-go/gvr/gen"
@@ -158,6 +161,14 @@ func predict(r *rand.Rand, cs []testCase, mode string, K int) {
 // the bytes past each row's length hold a value that must never be chosen.
 func launch(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race bool) ([][]int32, [][]float32) {
 	t.Helper()
+	idx, vals, _ := launchStats(t, p, k, cs, race)
+	return idx, vals
+}
+
+// launchStats is launch that also returns each row's instrumentation
+// record (Config.Instrument; nil otherwise).
+func launchStats(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race bool) ([][]int32, [][]float32, [][]byte) {
+	t.Helper()
 	K := k.Config.K
 	stride := 1
 	pstride := 1
@@ -191,6 +202,11 @@ func launch(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race boo
 		params = append(params, mem.AllocI32s(pred), uint64(pstride), pcount)
 	}
 	params = append(params, outIdx, outVals)
+	var stats uint64
+	if k.Config.Instrument {
+		stats = mem.Alloc(len(cs)*gen.StatsBytes, 16)
+		params = append(params, stats)
+	}
 	_, err := p.Run(k.Name, mem, emu.Launch{
 		Grid: [3]int{len(cs)}, Block: [3]int{k.Block}, DynamicShared: k.SharedBytes,
 		Params: params, RaceCheck: race,
@@ -208,11 +224,21 @@ func launch(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race boo
 	}
 	var is [][]int32
 	var vs [][]float32
+	var ss [][]byte
 	for r := range cs {
 		is = append(is, idx[r*K:(r+1)*K])
 		vs = append(vs, vals[r*K:(r+1)*K])
 	}
-	return is, vs
+	if stats != 0 {
+		raw, err := mem.Read(stats, len(cs)*gen.StatsBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range cs {
+			ss = append(ss, raw[r*gen.StatsBytes:(r+1)*gen.StatsBytes])
+		}
+	}
+	return is, vs, ss
 }
 
 func load(t testing.TB, name string, cfg gen.Config) (*emu.Program, *gen.Kernel) {
@@ -436,4 +462,76 @@ func TestGVRTakesItsPath(t *testing.T) {
 			t.Errorf("row %d (%s): %d valid predicted indices, want %d", row, c.name, st[row].ValidPred, cfg.K)
 		}
 	}
+}
+
+// TestTopKRadixPasses checks the instrumentation's path and radix pass
+// count against what the CPU predicts for each row: with D digits of
+// log2(Bins) bits, a select is D passes over the keys, D more over the
+// indices if only some of the elements equal to the K-th key fit, and
+// topk_radix stops after D-1 when at most 32 elements share the K-th key's
+// top D-1 digits. Phase 4 makes none when the candidates are exactly K.
+func TestTopKRadixPasses(t *testing.T) {
+	for _, base := range []gen.Config{cfgK16, cfgK256, {K: 7, MaxCandidates: 7, BlockSize: 32, Bins: 2, Target: ptx.SM75}} {
+		cfg := base
+		cfg.Instrument = true
+		db := bits.TrailingZeros(uint(cfg.Bins))
+		D := (32 + db - 1) / db
+		r := rand.New(rand.NewPCG(11, uint64(cfg.K)))
+		cs := rows(r, cfg.K, cfg.MaxCandidates, 3*cfg.MaxCandidates+5)
+		predict(r, cs, "partial", cfg.K)
+		for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
+			p, k := load(t, name, cfg)
+			idx, vals, stats := launchStats(t, p, k, cs, false)
+			checkRows(t, name, cs, cfg.K, idx, vals)
+			for row, c := range cs {
+				st := stats[row]
+				path := binary.LittleEndian.Uint32(st[gen.StatsPath:])
+				passes := binary.LittleEndian.Uint32(st[gen.StatsRadixPasses:])
+				ncand := binary.LittleEndian.Uint32(st[gen.StatsCandidates:])
+				var want uint32
+				if len(c.x) > cfg.K {
+					want = radixPasses(c.x, cfg.K, D, db, name == "topk_radix" && path == gen.PathExact)
+					if path == gen.PathGVR && int(ncand) == cfg.K {
+						want = 0
+					}
+				}
+				if passes != want {
+					t.Errorf("%s %v: row %d (%s, n=%d, path %d): %d radix passes, want %d",
+						name, base, row, c.name, len(c.x), path, passes, want)
+				}
+			}
+		}
+	}
+}
+
+// radixPasses is how many radix passes selecting the top k of x takes
+// (small: with topk_radix's small-bin finish).
+func radixPasses(x []float32, k, D, db int, small bool) uint32 {
+	keys := make([]uint32, len(x))
+	for i, v := range x {
+		keys[i] = topk.Key(v)
+	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	kth := sorted[len(sorted)-k]
+	above, equal, share := 0, 0, 0
+	lo := max(0, 32-db*(D-1)) // the bits fixed before the last pass
+	for _, key := range keys {
+		switch {
+		case key > kth:
+			above++
+		case key == kth:
+			equal++
+		}
+		if uint64(key)>>lo == uint64(kth)>>lo {
+			share++
+		}
+	}
+	if small && share <= 32 {
+		return uint32(D - 1)
+	}
+	if k-above < equal {
+		return uint32(2 * D)
+	}
+	return uint32(D)
 }
