@@ -10,10 +10,14 @@ package topk
 // agree: sorted outputs bit for bit, unsorted ones as sets of (index,
 // value bits) per row, and a fault on one side is a fault on the other.
 //
-// Case i of seed S is fuzzcase.Random(PCG(S, i)), its target lowered to
-// one the device runs, so a failing case is rerun alone with
+// Case i of seed S is fuzzcase.Random(PCG(S, i)) with the kernel and
+// configuration of configuration i % P (-gvr.fuzz-configs; configuration
+// j is Random(PCG(S, 1<<32+j)), its target lowered to one the device
+// runs): each configuration costs a generation and a JIT (about a second),
+// so a run draws P of them and many rows for each. The cases run in
+// parallel. A failing case is rerun alone with
 //
-//	topk.test -test.run 'TestFuzzGPU/^case=i$' -gvr.fuzz-seed=S
+//	topk.test -test.run 'TestFuzzGPU/cases/^case=i$' -gvr.fuzz-seed=S -gvr.fuzz-configs=P
 //
 // and, when its row fits the interpreter, the failure message holds the
 // corpus file that replays it in gen's FuzzTopKConfig.
@@ -26,6 +30,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,44 +42,60 @@ import (
 var (
 	fuzzCases   = flag.Int("gvr.fuzz-cases", 200, "TestFuzzGPU: how many random cases to run")
 	fuzzSeed    = flag.Uint64("gvr.fuzz-seed", 1, "TestFuzzGPU: the seed of the random cases")
+	fuzzConfigs = flag.Int("gvr.fuzz-configs", 24, "TestFuzzGPU: how many kernel configurations the cases share")
 	fuzzMaxN    = flag.Int("gvr.fuzz-max-n", 1<<18, "TestFuzzGPU: the longest row")
 	fuzzInterpN = flag.Int("gvr.fuzz-interp-n", fuzzcase.InterpMaxN, "TestFuzzGPU: cases with rows up to this long also run in the interpreter (0: none)")
 )
 
 func TestFuzzGPU(t *testing.T) {
 	d := gpu(t)
-	start := time.Now()
-	var ran, interp, failed int
-	for i := range *fuzzCases {
-		p := fuzzcase.Random(rand.New(rand.NewPCG(*fuzzSeed, uint64(i))))
-		p.Target = runnableTarget(p.Target, d.Info().Major*10+d.Info().Minor)
-		c, err := p.Case(*fuzzMaxN)
-		if err != nil {
-			t.Logf("case %d: %v", i, err) // no valid configuration: nothing to run
-			continue
-		}
-		gpuFault := false
-		ok := t.Run(fmt.Sprintf("case=%d", i), func(t *testing.T) {
-			ran++
-			if fuzzOneGPU(t, d, c, &gpuFault) {
-				interp++
-			}
-		})
-		if !ok {
-			t.Logf("case %d of seed %d: %v\nrerun: -test.run 'TestFuzzGPU/^case=%d$' -gvr.fuzz-seed=%d", i, *fuzzSeed, c, i, *fuzzSeed)
-			if ci, err := p.Case(fuzzcase.InterpMaxN); err == nil && ci.N == c.N {
-				t.Logf("as gen/testdata/fuzz/FuzzTopKConfig/<name>:\n%s", p.Corpus())
-			}
-			if gpuFault {
-				t.Fatalf("case %d faulted on the GPU, whose context is now unusable: stopping", i)
-			}
-			if failed++; failed >= 10 {
-				t.Fatalf("10 cases failed: stopping")
-			}
-		}
+	if *fuzzConfigs < 1 {
+		t.Fatalf("-gvr.fuzz-configs=%d: at least 1", *fuzzConfigs)
 	}
-	t.Logf("fuzz suite, seed %d: %d cases on %v, %d of them also in the interpreter, %d failed, %v",
-		*fuzzSeed, ran, d, interp, failed, time.Since(start).Round(time.Millisecond))
+	start := time.Now()
+	var ran, interp, failed atomic.Int64
+	t.Run("cases", func(t *testing.T) {
+		for i := range *fuzzCases {
+			p := fuzzParams(*fuzzSeed, i, *fuzzConfigs)
+			p.Target = runnableTarget(p.Target, d.Info().Major*10+d.Info().Minor)
+			c, err := p.Case(*fuzzMaxN)
+			if err != nil {
+				t.Logf("case %d: %v", i, err) // no valid configuration: nothing to run
+				continue
+			}
+			t.Run(fmt.Sprintf("case=%d", i), func(t *testing.T) {
+				t.Parallel()
+				ran.Add(1)
+				defer func() {
+					if !t.Failed() {
+						return
+					}
+					failed.Add(1)
+					t.Logf("case %d of seed %d: %v\nrerun: -test.run 'TestFuzzGPU/cases/^case=%d$' -gvr.fuzz-seed=%d -gvr.fuzz-configs=%d",
+						i, *fuzzSeed, c, i, *fuzzSeed, *fuzzConfigs)
+					if ci, err := p.Case(fuzzcase.InterpMaxN); err == nil && ci.N == c.N {
+						t.Logf("as gen/testdata/fuzz/FuzzTopKConfig/<name>:\n%s", p.Corpus())
+					}
+				}()
+				var gpuFault bool
+				if fuzzOneGPU(t, d, c, &gpuFault) {
+					interp.Add(1)
+				}
+			})
+		}
+	})
+	t.Logf("fuzz suite, seed %d: %d cases (%d configurations) on %v, %d of them also in the interpreter, %d failed, %v",
+		*fuzzSeed, ran.Load(), *fuzzConfigs, d, interp.Load(), failed.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+// fuzzParams is case i of seed seed: its own row, prediction and lengths,
+// with the kernel and configuration of configuration i % configs.
+func fuzzParams(seed uint64, i, configs int) fuzzcase.Params {
+	p := fuzzcase.Random(rand.New(rand.NewPCG(seed, uint64(i))))
+	c := fuzzcase.Random(rand.New(rand.NewPCG(seed, 1<<32+uint64(i%configs))))
+	p.Kernel, p.Target, p.K, p.Cand, p.Block, p.Bins, p.Unroll = c.Kernel, c.Target, c.K, c.Cand, c.Block, c.Bins, c.Unroll
+	p.Flags = p.Flags&^1 | c.Flags&1 // Sorted is the configuration's
+	return p
 }
 
 // runnableTarget maps Params.Target to a target the device runs (sm
