@@ -183,19 +183,16 @@ func launch(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race boo
 	lengths := mem.AllocI32s(lens)
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))
-	params := []uint64{scores, uint64(stride), lengths}
+	args := k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).Set("lengths", lengths).
+		Set("out_idx", outIdx).Set("out_vals", outVals)
 	if k.Name == "gvr_topk" {
 		pcount := uint64(pstride)
 		if len(cs) > 0 && cs[0].pred == nil {
 			pcount = 0
 		}
-		params = append(params, mem.AllocI32s(pred), uint64(pstride), pcount)
+		args.Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(pstride)).Set("pred_count", pcount)
 	}
-	params = append(params, outIdx, outVals)
-	_, err := p.Run(k.Name, mem, emu.Launch{
-		Grid: [3]int{len(cs)}, Block: [3]int{k.Block}, DynamicShared: k.SharedBytes,
-		Params: params, RaceCheck: race,
-	})
+	_, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs)}, Args: args, RaceCheck: race})
 	if err != nil {
 		t.Fatalf("%s (%v): %v", k.Name, k.Config, err)
 	}
