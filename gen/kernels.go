@@ -10,13 +10,11 @@ import (
 
 // Kernel is one generated kernel: its built module and how to launch it.
 type Kernel struct {
-	Name        string      // the .entry name
-	Doc         string      // one line: what it does and its parameters
-	Config      Config      // the configuration it was generated for
-	Module      *ptx.Module // built and verified
-	Launch      ptx.Launch  // how to launch it: block, cluster, shared memory, named parameters
-	Block       int         // threads per CTA
-	SharedBytes int         // dynamic shared memory per CTA, bytes
+	Name   string      // the .entry name
+	Doc    string      // one line: what it does and its parameters
+	Config Config      // the configuration it was generated for
+	Module *ptx.Module // built and verified
+	Launch ptx.Launch  // how to launch it: block, cluster, shared memory, named parameters
 }
 
 // PTX is the kernel's module as text.
@@ -66,11 +64,11 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	k.Module.Header = append([]string{
 		fmt.Sprintf("kernel %s: %s", name, g.doc),
 		fmt.Sprintf("config: %v", cfg),
-		fmt.Sprintf("launch: %d threads per CTA, %d bytes of dynamic shared memory", k.Block, k.SharedBytes),
+		fmt.Sprintf("launch: %d threads per CTA, %d bytes of dynamic shared memory", k.Launch.Block, k.Launch.SharedBytes),
 	}, k.Module.Header...)
-	if limit := MaxSharedPerBlock(cfg.Target); k.SharedBytes > limit {
+	if limit := MaxSharedPerBlock(cfg.Target); k.Launch.SharedBytes > limit {
 		return nil, fmt.Errorf("kernel %s (%v): needs %d bytes of shared memory, %s allows %d per block",
-			name, cfg, k.SharedBytes, cfg.Target.Name, limit)
+			name, cfg, k.Launch.SharedBytes, cfg.Target.Name, limit)
 	}
 	return k, nil
 }
@@ -93,7 +91,7 @@ func finish(name string, cfg Config, m *ptx.Module, c *cta) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kernel{Name: name, Config: cfg, Module: m, Launch: l, Block: c.threads, SharedBytes: c.smem.size}, nil
+	return &Kernel{Name: name, Config: cfg, Module: m, Launch: l}, nil
 }
 
 // pointerParam declares a .u64 parameter holding a global address aligned
