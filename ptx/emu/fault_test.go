@@ -282,9 +282,22 @@ func TestLaunchErrors(t *testing.T) {
 	r := e.Reg(ptx.U32)
 	e.Mov(r, m.Vars[0])
 	e.Ret()
+	e = m.NewEntry("upto64")
+	e.MaxNTID = ptx.Dim3{64}
+	e.Ret()
 	p := mustLoad(t, m)
 	mem := NewMemory()
 	x := mem.Alloc(4, 0)
+
+	// .maxntid bounds the block; block 0 takes it.
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "upto64", 128, 0)}); err == nil ||
+		!strings.Contains(err.Error(), "a block of 128 threads, above the entry's .maxntid [64 1 1]") {
+		t.Errorf("a block above .maxntid: %v", err)
+	}
+	upto := mustArgs(t, p, "upto64", 0, 0)
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: upto}); err != nil || upto.Launch().Block != 64 {
+		t.Errorf("the block .maxntid declares (%d threads): %v", upto.Launch().Block, err)
+	}
 
 	good, err := p.Contract("k", 0, 0) // the block the text declares
 	if err != nil {
