@@ -125,20 +125,20 @@ const firstPoints = 2
 // withPred adds the prediction parameters of gvr_topk.
 func newTopK(name string, cfg Config, withPred, withCand bool) (*topk, *ptx.Module, predParams) {
 	m, e, sv := kernelModule(name, cfg)
-	pScores := e.Param("scores", ptx.U64)
+	pScores := pointerParam(e, "scores", 4)
 	pStride := e.Param("row_stride", ptx.U64)
-	pLengths := e.Param("lengths", ptx.U64)
+	pLengths := pointerParam(e, "lengths", 4)
 	var pp predParams
 	if withPred {
-		pp.pred = e.Param("pred", ptx.U64)
+		pp.pred = pointerParam(e, "pred", 4)
 		pp.stride = e.Param("pred_stride", ptx.U64)
 		pp.count = e.Param("pred_count", ptx.U64)
 	}
-	pIdx := e.Param("out_idx", ptx.U64)
-	pVals := e.Param("out_vals", ptx.U64)
+	pIdx := pointerParam(e, "out_idx", 4)
+	pVals := pointerParam(e, "out_vals", 4) // null: no values
 	var pStats *ptx.Param
 	if cfg.Instrument {
-		pStats = e.Param("stats", ptx.U64)
+		pStats = pointerParam(e, "stats", 8) // u64 stamps
 	}
 
 	t := &topk{cta: newCTA(e, cfg.Target, cfg.BlockSize, sv), cfg: cfg}

@@ -10,12 +10,11 @@ import (
 
 // Kernel is one generated kernel: its built module and how to launch it.
 type Kernel struct {
-	Name        string      // the .entry name
-	Doc         string      // one line: what it does and its parameters
-	Config      Config      // the configuration it was generated for
-	Module      *ptx.Module // built and verified
-	Block       int         // threads per CTA
-	SharedBytes int         // dynamic shared memory per CTA, bytes
+	Name   string      // the .entry name
+	Doc    string      // one line: what it does and its parameters
+	Config Config      // the configuration it was generated for
+	Module *ptx.Module // built and verified
+	Launch ptx.Launch  // how to launch it: block, cluster, shared memory, named parameters
 }
 
 // PTX is the kernel's module as text.
@@ -65,11 +64,11 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	k.Module.Header = append([]string{
 		fmt.Sprintf("kernel %s: %s", name, g.doc),
 		fmt.Sprintf("config: %v", cfg),
-		fmt.Sprintf("launch: %d threads per CTA, %d bytes of dynamic shared memory", k.Block, k.SharedBytes),
+		fmt.Sprintf("launch: %d threads per CTA, %d bytes of dynamic shared memory", k.Launch.Block, k.Launch.SharedBytes),
 	}, k.Module.Header...)
-	if limit := MaxSharedPerBlock(cfg.Target); k.SharedBytes > limit {
+	if limit := MaxSharedPerBlock(cfg.Target); k.Launch.SharedBytes > limit {
 		return nil, fmt.Errorf("kernel %s (%v): needs %d bytes of shared memory, %s allows %d per block",
-			name, cfg, k.SharedBytes, cfg.Target.Name, limit)
+			name, cfg, k.Launch.SharedBytes, cfg.Target.Name, limit)
 	}
 	return k, nil
 }
@@ -88,13 +87,28 @@ func finish(name string, cfg Config, m *ptx.Module, c *cta) (*Kernel, error) {
 	if err := m.Build(); err != nil {
 		return nil, err
 	}
-	return &Kernel{Name: name, Config: cfg, Module: m, Block: c.threads, SharedBytes: c.smem.size}, nil
+	l, err := ptx.LaunchOf(m, name, c.smem.size)
+	if err != nil {
+		return nil, err
+	}
+	return &Kernel{Name: name, Config: cfg, Module: m, Launch: l}, nil
 }
 
-// globalParam loads a .u64 pointer parameter and converts it to a global
-// address. Every parameter is 64 bits wide (the kernel ABI).
+// pointerParam declares a .u64 parameter holding a global address aligned
+// to align bytes (the elements the kernel reads or writes there); the
+// launch contract carries the alignment, so a launcher can refuse a
+// misaligned address instead of the kernel faulting on it.
+func pointerParam(e *ptx.Entry, name string, align int) *ptx.Param {
+	p := e.Param(name, ptx.U64)
+	p.PtrAlign = align
+	return p
+}
+
+// globalParam declares a pointer parameter to 4-byte elements, loads it
+// and converts it to a global address. Every parameter is 64 bits wide
+// (the kernel ABI).
 func (c *cta) globalParam(name string) ptx.Reg {
-	p := c.e.LdParam(c.e.Param(name, ptx.U64))
+	p := c.e.LdParam(pointerParam(c.e, name, 4))
 	g := c.u64()
 	c.e.CvtaToGlobal(g, p)
 	return g
@@ -120,7 +134,7 @@ func (c *cta) rowID() ptx.Reg {
 // the number of them >= thresholds[r] (or NaN).
 func genCountGE(cfg Config) (*Kernel, error) {
 	m, e, sv := kernelModule("count_ge", cfg)
-	scores, strideP := e.Param("scores", ptx.U64), e.Param("row_stride", ptx.U64)
+	scores, strideP := pointerParam(e, "scores", 4), e.Param("row_stride", ptx.U64)
 	_ = scores
 	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
 	x := c.u64()

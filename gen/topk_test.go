@@ -193,24 +193,21 @@ func launchStats(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, rac
 	lengths := mem.AllocI32s(lens)
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))
-	params := []uint64{scores, uint64(stride), lengths}
+	args := k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).Set("lengths", lengths).
+		Set("out_idx", outIdx).Set("out_vals", outVals)
 	if k.Name == "gvr_topk" {
 		pcount := uint64(pstride)
 		if len(cs) > 0 && cs[0].pred == nil {
 			pcount = 0
 		}
-		params = append(params, mem.AllocI32s(pred), uint64(pstride), pcount)
+		args.Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(pstride)).Set("pred_count", pcount)
 	}
-	params = append(params, outIdx, outVals)
 	var stats uint64
 	if k.Config.Instrument {
 		stats = mem.Alloc(len(cs)*gen.StatsBytes, 16)
-		params = append(params, stats)
+		args.Set("stats", stats)
 	}
-	_, err := p.Run(k.Name, mem, emu.Launch{
-		Grid: [3]int{len(cs)}, Block: [3]int{k.Block}, DynamicShared: k.SharedBytes,
-		Params: params, RaceCheck: race,
-	})
+	_, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs)}, Args: args, RaceCheck: race})
 	if err != nil {
 		t.Fatalf("%s (%v): %v", k.Name, k.Config, err)
 	}
@@ -416,19 +413,10 @@ func TestGVRTakesItsPath(t *testing.T) {
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*cfg.K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*cfg.K))
 	stats := mem.Alloc(len(cs)*gen.StatsBytes, 0)
-	args := map[string]uint64{"scores": mem.AllocF32s(host), "row_stride": uint64(stride), "lengths": mem.AllocI32s(lens),
-		"pred": mem.AllocI32s(pred), "pred_stride": uint64(pstride), "pred_count": uint64(cfg.K),
-		"out_idx": outIdx, "out_vals": outVals, "stats": stats}
-	var params []uint64
-	for _, prm := range k.Module.Entries[0].Params {
-		v, ok := args[prm.Name]
-		if !ok {
-			t.Fatalf("no value for parameter %s", prm.Name)
-		}
-		params = append(params, v)
-	}
-	if _, err := p.Run(k.Name, mem, emu.Launch{Grid: [3]int{len(cs)}, Block: [3]int{k.Block},
-		DynamicShared: k.SharedBytes, Params: params}); err != nil {
+	args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", uint64(stride)).Set("lengths", mem.AllocI32s(lens)).
+		Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(pstride)).Set("pred_count", uint64(cfg.K)).
+		Set("out_idx", outIdx).Set("out_vals", outVals).Set("stats", stats)
+	if _, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs)}, Args: args}); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := mem.ReadI32s(outIdx, len(cs)*cfg.K)

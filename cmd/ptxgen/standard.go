@@ -198,8 +198,8 @@ func tableSource(ks []stdKernel) *jen.File {
 				kv{"Config", configLit(k.k.Config, k.targetID)},
 				kv{"File", jen.Lit(k.file)},
 				kv{"PTX", jen.Id(vars[i])},
-				kv{"Block", jen.Lit(k.k.Block)},
-				kv{"SharedBytes", jen.Lit(k.k.SharedBytes)},
+				kv{"Block", jen.Lit(k.k.Launch.Block)},
+				kv{"SharedBytes", jen.Lit(k.k.Launch.SharedBytes)},
 				kv{"Params", stringsLit(paramNames(entry(k.k)))},
 			))
 		}

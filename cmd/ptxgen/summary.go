@@ -86,8 +86,8 @@ func summarize(k *gen.Kernel) string {
 	fmt.Fprintf(&b, "kernel %s: %s\n", k.Name, k.Doc)
 	fmt.Fprintf(&b, "config: %v\n", k.Config)
 	fmt.Fprintf(&b, "target: %s, PTX ISA %v\n", m.Target.Name, m.Version)
-	fmt.Fprintf(&b, "launch: %d threads per CTA\n", k.Block)
-	fmt.Fprintf(&b, "shared memory: %d bytes dynamic", k.SharedBytes)
+	fmt.Fprintf(&b, "launch: %d threads per CTA\n", k.Launch.Block)
+	fmt.Fprintf(&b, "shared memory: %d bytes dynamic", k.Launch.SharedBytes)
 	static := 0
 	for _, v := range m.Vars {
 		if v.Space == ptx.SpaceShared && !v.Extern {

@@ -79,8 +79,8 @@ func TestSummary(t *testing.T) {
 		"registers:",
 		"instructions: "+strconv.Itoa(insts),
 	)
-	if !strings.Contains(out, "shared memory: "+strconv.Itoa(k.SharedBytes)+" bytes dynamic\n") {
-		t.Errorf("no shared memory line with %d bytes:\n%s", k.SharedBytes, out)
+	if !strings.Contains(out, "shared memory: "+strconv.Itoa(k.Launch.SharedBytes)+" bytes dynamic\n") {
+		t.Errorf("no shared memory line with %d bytes:\n%s", k.Launch.SharedBytes, out)
 	}
 	// The register declarations are those of the printed PTX.
 	decls := 0
@@ -130,7 +130,7 @@ func TestSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLines(t, out, "-config: "+k.Config.String(), "+config: "+c2.String(),
-		"+shared memory: "+strconv.Itoa(k2.SharedBytes)+" bytes dynamic")
+		"+shared memory: "+strconv.Itoa(k2.Launch.SharedBytes)+" bytes dynamic")
 }
 
 func atoi(t *testing.T, s string) int {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gvr-go/gvr/gen"
 )
 
 // randomParams are Params with every byte random, as a fuzzer's mutations
@@ -190,11 +192,21 @@ func TestBatch(t *testing.T) {
 	if b.PredCount != 2 || b.Pred[2*b.PredStride+1] != 2 {
 		t.Errorf("prediction: count %d, %v", b.PredCount, b.Pred)
 	}
-	if a := b.Args("topk_radix", 1, 2, 3, 4, 5); len(a) != 5 {
-		t.Errorf("topk_radix takes 5 parameters, got %v", a)
-	}
-	if a := b.Args("gvr_topk", 1, 2, 3, 4, 5); len(a) != 8 || a[5] != 2 {
-		t.Errorf("gvr_topk's parameters: %v", a)
+	for _, name := range []string{"topk_radix", "gvr_topk"} {
+		k, err := gen.Generate(name, c.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := b.Set(k.Launch.Args(), 4, 8, 12, 16, 20)
+		if err := a.Check(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if v := a.Values(); v[0] != 4 || v[1] != uint64(b.Stride) || v[len(v)-1] != map[bool]uint64{true: 20}[b.Values] {
+			t.Errorf("%s's arguments: %v", name, v)
+		}
+		if p := k.Launch.Param("pred_count"); p != nil && a.Values()[5] != 2 {
+			t.Errorf("%s: pred_count = %d, want 2", name, a.Values()[5])
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/ptx/emu"
 )
 
@@ -56,17 +57,18 @@ const (
 	PoisonVal = 0x7FBADBAD
 )
 
-// Args are kernel's parameters for b, given the addresses of its buffers
-// (vals is passed only when b.Values).
-func (b Batch) Args(kernel string, scores, lengths, pred, idx, vals uint64) []uint64 {
-	args := []uint64{scores, uint64(b.Stride), lengths}
-	if kernel == "gvr_topk" {
-		args = append(args, pred, uint64(b.PredStride), uint64(b.PredCount))
+// Set sets a's arguments for b (a kernel's launch contract's, by name),
+// given the addresses of its buffers (vals is passed only when b.Values;
+// the prediction only to a kernel that takes one) and returns a.
+func (b Batch) Set(a *ptx.Args, scores, lengths, pred, idx, vals uint64) *ptx.Args {
+	a.Set("scores", scores).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths).Set("out_idx", idx)
+	if a.Launch().Param("pred") != nil {
+		a.Set("pred", pred).Set("pred_stride", uint64(b.PredStride)).Set("pred_count", uint64(b.PredCount))
 	}
 	if !b.Values {
 		vals = 0
 	}
-	return append(args, idx, vals)
+	return a.Set("out_vals", vals)
 }
 
 // Output is what a launch wrote: Rows()*K indices and values (poison
@@ -92,11 +94,8 @@ func RunEmu(p *emu.Program, k *gen.Kernel, b Batch, race bool) (Output, error) {
 		idx[i], vals[i] = PoisonIdx, PoisonVal
 	}
 	outIdx, outVals := mem.AllocU32s(idx), mem.AllocU32s(vals)
-	args := b.Args(k.Name, mem.AllocF32s(b.Scores), mem.AllocI32s(b.Lengths), mem.AllocI32s(b.Pred), outIdx, outVals)
-	_, err := p.Run(k.Name, mem, emu.Launch{
-		Grid: [3]int{b.Rows()}, Block: [3]int{k.Block}, DynamicShared: k.SharedBytes,
-		Params: args, RaceCheck: race,
-	})
+	args := b.Set(k.Launch.Args(), mem.AllocF32s(b.Scores), mem.AllocI32s(b.Lengths), mem.AllocI32s(b.Pred), outIdx, outVals)
+	_, err := p.Run(mem, emu.Launch{Grid: [3]int{b.Rows() * k.Launch.Cluster}, Args: args, RaceCheck: race})
 	if err != nil {
 		return Output{}, err
 	}

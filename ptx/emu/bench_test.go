@@ -3,6 +3,8 @@ package emu
 import (
 	"math/rand"
 	"testing"
+
+	"github.com/gvr-go/gvr/ptx"
 )
 
 // The speed recorded in doc.go: go test -run X -bench . ./ptx/emu
@@ -10,7 +12,7 @@ import (
 // BenchmarkCountGE: 512 threads walk rows of 65536 floats with v4 loads,
 // compare and add, then reduce across the block.
 func BenchmarkCountGE(b *testing.B) {
-	g := loadGolden(b, "count_ge", "sm_90")
+	g := loadGolden(b, "count_ge", ptx.SM90)
 	const rows, n = 16, 1 << 16
 	rng := rand.New(rand.NewSource(1))
 	x := make([]float32, rows*n)
@@ -35,7 +37,7 @@ func BenchmarkGVRTopK(b *testing.B) { benchGVR(b, false) }
 func BenchmarkGVRTopKRace(b *testing.B) { benchGVR(b, true) }
 
 func benchGVR(b *testing.B, race bool) {
-	g := loadGolden(b, "gvr_topk", "sm_90")
+	g := loadGolden(b, "gvr_topk", ptx.SM90)
 	const rows, n, k = 16, 1 << 16, 2048
 	rng := rand.New(rand.NewSource(1))
 	mem := NewMemory()

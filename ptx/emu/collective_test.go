@@ -258,7 +258,7 @@ func TestReduxFloat(t *testing.T) {
 			vals[l] = c.in[l%len(c.in)]
 		}
 		inA, outA := mem.AllocU32s(vals), mem.Alloc(128, 0)
-		if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{inA, outA}}); err != nil {
+		if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("in", inA).Set("out", outA)}); err != nil {
 			t.Fatal(err)
 		}
 		got := mustReadU32s(t, mem, outA, 32)

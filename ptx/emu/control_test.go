@@ -29,7 +29,10 @@ func runThreads(t *testing.T, p *Program, n int) ([]uint32, error) {
 	t.Helper()
 	mem := NewMemory()
 	out := mem.Alloc(4*n, 0)
-	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{n}, Params: []uint64{out}})
+	l, err := p.Contract("k", n, 0)
+	if err == nil {
+		_, err = p.Run(mem, Launch{Grid: [3]int{1}, Args: l.Args().Set("out", out)})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +125,7 @@ func TestEarlyExit(t *testing.T) {
 	})
 	mem := NewMemory()
 	out := mem.Alloc(4*32, 0)
-	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{out}}); err != nil {
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("out", out)}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustReadU32s(t, mem, out, 32)
@@ -190,20 +193,20 @@ func TestSpecialRegisters(t *testing.T) {
 	}
 	e.Ret()
 	p := mustLoad(t, m)
-	grid, block := [3]int{2, 3, 1}, [3]int{8, 3, 2} // 48 threads: warp 1 is partial
+	// Blocks are 1-D (the launch contract's Block), grids 3-D. 48 threads:
+	// warp 1 is partial.
 	mem := NewMemory()
 	nt := 6 * 48
 	out0 := mem.Alloc(4*nt*len(specials), 0)
-	if _, err := p.Run("k", mem, Launch{Grid: grid, Block: block, Params: []uint64{out0}}); err != nil {
+	if _, err := p.Run(mem, Launch{Grid: [3]int{2, 3, 1}, Args: mustArgs(t, p, "k", 48, 0).Set("out", out0)}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustReadU32s(t, mem, out0, nt*len(specials))
 	for c := 0; c < 6; c++ {
 		cx, cy := c%2, c/2
 		for th := 0; th < 48; th++ {
-			tx, ty, tz := th%8, th/8%3, th/24
 			lane := th % 32
-			want := []uint32{uint32(tx), uint32(ty), uint32(tz), 8, 3, 2, uint32(cx), uint32(cy), 0, 2, 3, 1,
+			want := []uint32{uint32(th), 0, 0, 48, 1, 1, uint32(cx), uint32(cy), 0, 2, 3, 1,
 				uint32(lane), uint32(th / 32), 2, 1<<lane - 1, uint32(uint64(1)<<(lane+1) - 1), ^uint32(0) << lane << 1, 1 << lane, 0, 0, 1}
 			row := got[(c*48+th)*len(specials):]
 			for k := range want {

@@ -6,20 +6,27 @@
 // (ptx.Parse) and compiles each kernel; LoadModule(m) is Load(ptx.Text(m)),
 // so a printer bug cannot hide.
 //
-//	p, err := emu.LoadModule(m)
+// A launch takes the kernel's launch contract (a ptx.Launch: block,
+// cluster, dynamic shared memory, named parameters), as its generator
+// returns it (gen.Kernel.Launch), and the arguments set by name:
+//
+//	p, err := emu.LoadModule(k.Module)
 //	mem := emu.NewMemory()
-//	x := mem.AllocF32s(row)
+//	x := mem.AllocF32s(scores)
 //	out := mem.Alloc(4*rows, 0)
-//	st, err := p.Run("count_ge", mem, emu.Launch{
-//		Grid: [3]int{rows}, Block: [3]int{512}, DynamicShared: 64,
-//		Params: []uint64{x, stride, lengths, thresholds, out},
-//		RaceCheck: true,
-//	})
+//	args := k.Launch.Args().Set("scores", x).Set("row_stride", stride).
+//		Set("lengths", lengths).Set("thresholds", thresholds).Set("counts", out)
+//	st, err := p.Run(mem, emu.Launch{Grid: [3]int{rows}, Args: args, RaceCheck: true})
 //	counts, _ := mem.ReadU32s(out, rows)
 //
-// A kernel's fault is a *Fault, never a panic; a bad launch (wrong
-// parameter count, block size against .reqntid, too much shared memory) is
-// a plain error. A Program may run concurrently on different Memories.
+// For text that comes without a contract (a test's hand-written kernel),
+// p.Contract(entry, block, sharedBytes) is the one the text declares.
+//
+// A kernel's fault is a *Fault, never a panic; a bad launch (arguments
+// unset, unknown or misaligned, a contract that is not the loaded entry's
+// or a block against its .reqntid, too much shared memory) is a plain
+// error, before anything runs. A Program may run concurrently on different
+// Memories.
 //
 // # Execution model
 //
@@ -65,12 +72,12 @@
 // addresses; cvta.to.global is the identity and ld.global.nc reads like
 // ld.global. Shared memory is per CTA: the static .shared variables a kernel
 // uses, in declaration order and alignment, then the .extern region of
-// Launch.DynamicShared bytes. A CTA's shared window starts at 0x40000 in
+// the contract's SharedBytes. A CTA's shared window starts at 0x40000 in
 // the .shared space (nonzero, so an offset mistaken for an address faults);
 // generic shared addresses are 0x7000_0000_0000 plus that. Every access must
 // be naturally aligned to its whole size (16 bytes for .v4.f32). Parameters
-// are packed by the .param list at natural alignment; Launch.Params gives
-// one uint64 each (the low bytes for narrower types, float32 as its bits).
+// are packed by the .param list at natural alignment, from the launch's
+// Args (the low bytes for narrower types, float32 as its bits).
 // Atomics (atom, red: add, min, max, inc, dec, and, or, xor, exch, cas) are
 // applied lane by lane in lane order; f32 atomic adds flush subnormals in
 // global memory and keep them in shared memory, as CUDA documents.
@@ -96,9 +103,11 @@
 // (div, rcp, sqrt, lg2, ex2) are computed as the exact function correctly
 // rounded: within the documented error, but not the hardware's bits.
 //
-// Special registers: %tid, %ntid, %ctaid, %nctaid, %laneid, %warpid (tid/32),
-// %nwarpid (warps in the CTA), %lanemask_*, %smid (0). %clock, %clock64 and
-// %globaltimer count the CTA's warp instructions so far: deterministic.
+// Special registers: %tid, %ntid, %ctaid, %nctaid, %laneid, %warpid
+// (tid/32), %nwarpid (warps in the CTA), %lanemask_*, %smid (0). Blocks
+// are 1-D, as the contract's Block: %tid.y and .z are 0, %ntid.y and .z 1.
+// %clock, %clock64 and %globaltimer count the CTA's warp instructions so
+// far: deterministic.
 //
 // # Race detector
 //
@@ -134,7 +143,7 @@
 // can wait for each other; %cluster_ctarank, %cluster_nctarank and
 // %clusterid.x read as an implicit 1x1x1 cluster; a CTA's own .shared
 // addresses are valid .shared::cluster addresses of itself. Still to come
-// with the first cluster kernel: launches with .reqnctapercluster > 1
+// with the first cluster kernel: launches whose contract has Cluster > 1
 // (refused today), a .shared::cluster window per rank for mapa,
 // ld/st/atom.shared::cluster into other CTAs, and barrier.cluster
 // arrive/wait (mapa and barrier.cluster fault as not supported yet).

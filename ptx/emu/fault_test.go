@@ -2,6 +2,7 @@ package emu
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,14 +56,14 @@ func TestFaultGlobalOutOfBounds(t *testing.T) {
 	p := memKernel(t, ptx.SpaceGlobal, 1, 4, 0)
 	mem := NewMemory()
 	in := mem.AllocF32s(make([]float32, 40)) // 64 threads read 64 floats
-	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{64}, Params: []uint64{in}})
+	_, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 64, 0).Set("in", in)})
 	f := wantFault(t, err, FaultMemory, "ld.global.f32", "outside every allocation", "0 bytes past the end of the 160-byte allocation")
 	if f.Thread != [3]int{40, 0, 0} || f.Addr != in+160 || !f.HasAddr || f.Line == 0 {
 		t.Errorf("fault %+v", f)
 	}
 	// Before the start too.
 	p = memKernel(t, ptx.SpaceGlobal, 1, 4, -4)
-	_, err = p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in}})
+	_, err = p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("in", in)})
 	wantFault(t, err, FaultMemory, "4 bytes before")
 }
 
@@ -72,17 +73,17 @@ func TestFaultMisalignedVector(t *testing.T) {
 	p := memKernel(t, ptx.SpaceGlobal, 4, 16, 0)
 	mem := NewMemory()
 	in := mem.AllocF32s(make([]float32, 300))
-	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in}}); err != nil {
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("in", in)}); err != nil {
 		t.Fatalf("aligned: %v", err)
 	}
-	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in + 4}})
+	_, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("in", in+4)})
 	f := wantFault(t, err, FaultAlign, "ld.global.v4.f32", "16-byte access must be aligned to 16 bytes")
 	if f.Addr != in+4 || f.Thread[0] != 0 {
 		t.Errorf("fault %+v", f)
 	}
 	// v2 needs 8 bytes.
 	p = memKernel(t, ptx.SpaceGlobal, 2, 8, 4)
-	_, err = p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{in}})
+	_, err = p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("in", in)})
 	wantFault(t, err, FaultAlign, "8-byte access")
 }
 
@@ -91,14 +92,14 @@ func TestFaultShared(t *testing.T) {
 	// reads float t*2; 168 threads reach byte 1340 > 1024+64.
 	p := memKernel(t, ptx.SpaceShared, 1, 8, 0)
 	mem := NewMemory()
-	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{168}, DynamicShared: 64, Params: []uint64{0}})
+	_, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 168, 64).Set("in", 0)})
 	f := wantFault(t, err, FaultMemory, "ld.shared.f32", "outside the CTA's 1088 bytes of shared memory")
 	if f.Thread[0] != 136 || f.Addr != sharedWindow+1088 {
 		t.Errorf("fault %+v", f)
 	}
 	// Misaligned shared v4.
 	p = memKernel(t, ptx.SpaceShared, 4, 16, 8)
-	_, err = p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{0}})
+	_, err = p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("in", 0)})
 	wantFault(t, err, FaultAlign, "ld.shared.v4.f32")
 	// An offset used as an address (no shared base added) faults.
 	m := ptx.NewModule(ptx.SM90)
@@ -108,7 +109,8 @@ func TestFaultShared(t *testing.T) {
 	e.Mov(r, ptx.Imm(8))
 	e.Ld(ptx.SpaceShared, r, ptx.At(r, 0))
 	e.Ret()
-	_, err = mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}})
+	p = mustLoad(t, m)
+	_, err = p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 1, 0)})
 	wantFault(t, err, FaultMemory)
 }
 
@@ -230,7 +232,7 @@ func TestFaultStepBudget(t *testing.T) {
 	e.Place(top)
 	e.Bra(top)
 	p := mustLoad(t, m)
-	_, err := p.Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{32}, MaxSteps: 1000})
+	_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0), MaxSteps: 1000})
 	wantFault(t, err, FaultSteps, "1000 warp instructions", "bra")
 }
 
@@ -247,45 +249,109 @@ func TestClustersNotSupportedYet(t *testing.T) {
 	e2.ReqNCTAPerCluster = ptx.Dim3{2}
 	e2.Ret()
 	p := mustLoad(t, m)
-	_, err := p.Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{32}})
+	_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0)})
 	wantFault(t, err, FaultUnsupported, "clusters are not supported yet")
-	_, err = p.Run("c", NewMemory(), Launch{Grid: [3]int{2}, Block: [3]int{32}})
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Errorf("cluster launch: %v", err)
+	c := mustArgs(t, p, "c", 32, 0)
+	if n := c.Launch().Cluster; n != 2 {
+		t.Fatalf("the contract of c has clusters of %d CTAs, want the 2 its text declares", n)
+	}
+	for _, tc := range []struct {
+		grid int
+		want string
+	}{
+		{2, "clusters of 2 CTAs: clusters are not supported yet"},
+		{3, "grid [3 1 1] is not a whole number of clusters of 2 CTAs"},
+	} {
+		_, err = p.Run(NewMemory(), Launch{Grid: [3]int{tc.grid}, Args: c})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("cluster launch of %d CTAs: %v, want %q", tc.grid, err, tc.want)
+		}
 	}
 }
 
+// A bad launch is a plain error, raised before anything runs: a bad
+// contract, one that is not the entry's, arguments that Args.Check refuses,
+// limits a driver would enforce.
 func TestLaunchErrors(t *testing.T) {
 	m := ptx.NewModule(ptx.SM90)
 	m.Shared("big", ptx.B8, 40<<10, 16)
 	e := m.NewEntry("k")
 	e.ReqNTID = ptx.Dim3{64}
-	e.Param("x", ptx.U64)
+	e.Param("x", ptx.U64).PtrAlign = 4
+	e.Param("n", ptx.U32)
 	r := e.Reg(ptx.U32)
 	e.Mov(r, m.Vars[0])
 	e.Ret()
+	e = m.NewEntry("upto64")
+	e.MaxNTID = ptx.Dim3{64}
+	e.Ret()
 	p := mustLoad(t, m)
 	mem := NewMemory()
+	x := mem.Alloc(4, 0)
+
+	// .maxntid bounds the block; block 0 takes it.
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "upto64", 128, 0)}); err == nil ||
+		!strings.Contains(err.Error(), "a block of 128 threads, above the entry's .maxntid [64 1 1]") {
+		t.Errorf("a block above .maxntid: %v", err)
+	}
+	upto := mustArgs(t, p, "upto64", 0, 0)
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: upto}); err != nil || upto.Launch().Block != 64 {
+		t.Errorf("the block .maxntid declares (%d threads): %v", upto.Launch().Block, err)
+	}
+
+	good, err := p.Contract("k", 0, 0) // the block the text declares
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.Block != 64 || good.Param("x") == nil || good.Param("x").PtrAlign != 4 {
+		t.Fatalf("contract %v: want 64 threads and x 4-byte aligned, as the text declares", good)
+	}
+	if _, err := p.Run(mem, Launch{Grid: [3]int{2}, Args: good.Args().Set("x", x).Set("n", 1)}); err != nil {
+		t.Fatalf("the good launch: %v", err)
+	}
+	// edited is good's contract changed by edit, with good arguments.
+	edited := func(edit func(*ptx.Launch)) *ptx.Args {
+		c := good
+		c.Params = slices.Clone(good.Params)
+		edit(&c)
+		return c.Args().Set("x", x).Set("n", 1)
+	}
 	for _, c := range []struct {
+		name string
 		l    Launch
 		want string
 	}{
-		{Launch{Grid: [3]int{1}, Block: [3]int{64}}, "0 parameters given, the kernel takes 1"},
-		{Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{0}}, "differs from .reqntid"},
-		{Launch{Grid: [3]int{0}, Block: [3]int{64}, Params: []uint64{0}}, "must be positive"},
-		{Launch{Grid: [3]int{1}, Block: [3]int{64}, Params: []uint64{0}, DynamicShared: 200 << 10}, "at most"},
+		{"no arguments", Launch{Grid: [3]int{1}}, "a launch without arguments"},
+		{"not set", Launch{Grid: [3]int{1}, Args: good.Args().Set("x", x)}, "n is not set"},
+		{"unknown name", Launch{Grid: [3]int{1}, Args: good.Args().Set("x", x).Set("n", 1).Set("y", 1)}, `no parameter "y"`},
+		{"too wide", Launch{Grid: [3]int{1}, Args: good.Args().Set("x", x).Set("n", 1<<32)}, "does not fit its .u32"},
+		{"misaligned", Launch{Grid: [3]int{1}, Args: good.Args().Set("x", x+2).Set("n", 1)}, "is not 4-byte aligned"},
+		{"bad contract", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { c.Block = 0 })}, "block of 0 threads"},
+		{"no such kernel", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { c.Entry = "nosuch" })}, `no kernel "nosuch"`},
+		{"other block", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { c.Block = 32 })}, "a block of 32 threads, the entry's .reqntid is [64 1 1]"},
+		{"other name", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { c.Params[1].Name = "count" })},
+			"parameters (x .u64 .ptr.global.align 4, count .u32), the entry's are (x .u64 .ptr.global.align 4, n .u32)"},
+		{"other type", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { c.Params[1].T = ptx.S32 })}, "n .s32), the entry's are"},
+		{"other alignment", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { c.Params[0].PtrAlign = 16 })}, "(x .u64 .ptr.global.align 16, n .u32), the entry's"},
+		{"other order", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { slices.Reverse(c.Params) })}, "parameters (n .u32, x .u64"},
+		{"other cluster", Launch{Grid: [3]int{2}, Args: edited(func(c *ptx.Launch) { c.Cluster = 2 })}, "clusters of 2 CTAs, the entry's .reqnctapercluster makes 1"},
+		{"empty grid", Launch{Grid: [3]int{0}, Args: good.Args().Set("x", x).Set("n", 1)}, "must be positive"},
+		{"too much shared memory", Launch{Grid: [3]int{1}, Args: edited(func(c *ptx.Launch) { c.SharedBytes = 200 << 10 })}, "at most"},
 	} {
-		_, err := p.Run("k", mem, c.l)
+		_, err := p.Run(mem, c.l)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("launch %+v: %v, want %q", c.l, err, c.want)
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 		var f *Fault
 		if errors.As(err, &f) {
-			t.Errorf("a bad launch is not a Fault: %v", err)
+			t.Errorf("%s: a bad launch is not a Fault: %v", c.name, err)
 		}
 	}
-	if _, err := p.Run("nosuch", mem, Launch{}); err == nil {
-		t.Error("unknown kernel ran")
+	if _, err := p.Contract("k", 32, 0); err == nil || !strings.Contains(err.Error(), "a block of 32 threads, but the text declares .reqntid 64") {
+		t.Errorf("a contract against the text's .reqntid: %v", err)
+	}
+	if _, err := p.Contract("nosuch", 32, 0); err == nil || !strings.Contains(err.Error(), `no entry "nosuch"`) {
+		t.Errorf("the contract of no entry: %v", err)
 	}
 }
 
@@ -302,10 +368,10 @@ func TestUnsupportedFaultsWhenExecuted(t *testing.T) {
 	e.Guarded(p.Not(), func() { e.Atom(ptx.SpaceGlobal, "max", f, ptx.At(a, 0), f) })
 	e.Ret()
 	prog := mustLoad(t, m)
-	if _, err := prog.Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{0}}); err != nil {
+	if _, err := prog.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, prog, "k", 32, 0).Set("a", 0)}); err != nil {
 		t.Fatalf("not executed, yet: %v", err)
 	}
 	mem := NewMemory()
-	_, err := prog.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{mem.Alloc(4, 0)}})
+	_, err := prog.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, prog, "k", 32, 0).Set("a", mem.Alloc(4, 0))})
 	wantFault(t, err, FaultUnsupported, "atomic max on .f32 is not supported by the interpreter yet")
 }

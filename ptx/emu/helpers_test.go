@@ -21,6 +21,18 @@ func mustLoad(t *testing.T, m *ptx.Module) *Program {
 	return p
 }
 
+// mustArgs makes the arguments of entry in p, launched in CTAs of block
+// threads (0: as the text declares) with sharedBytes of dynamic shared
+// memory: the contract the text declares (Program.Contract).
+func mustArgs(t testing.TB, p *Program, entry string, block, sharedBytes int) *ptx.Args {
+	t.Helper()
+	l, err := p.Contract(entry, block, sharedBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Args()
+}
+
 // wantFault checks that err is a *Fault of kind whose message contains
 // every string of want.
 func wantFault(t *testing.T, err error, kind FaultKind, want ...string) *Fault {
@@ -86,18 +98,19 @@ func (k opKernel) run(t *testing.T, in ...[]uint64) []uint64 {
 
 	n := len(in[0])
 	mem := NewMemory()
-	params := []uint64{mem.Alloc(8*n, 0)}
-	for _, v := range in {
+	out0 := mem.Alloc(8*n, 0)
+	args := mustArgs(t, p, "op", n, 0).Set("out", out0)
+	for i, v := range in {
 		a := mem.Alloc(8*n, 0)
 		if err := mem.WriteU64s(a, v); err != nil {
 			t.Fatal(err)
 		}
-		params = append(params, a)
+		args.Set("in"+string(rune('0'+i)), a)
 	}
-	if _, err := p.Run("op", mem, Launch{Grid: [3]int{1}, Block: [3]int{n}, Params: params}); err != nil {
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: args}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := mem.ReadU64s(params[0], n)
+	got, err := mem.ReadU64s(out0, n)
 	if err != nil {
 		t.Fatal(err)
 	}

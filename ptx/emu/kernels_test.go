@@ -1,36 +1,46 @@
 package emu
 
 import (
-	"fmt"
 	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
-	"regexp"
+	"reflect"
 	"slices"
-	"strconv"
 	"testing"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 )
 
 // The project's kernels, as committed in golden/ (the text the driver
-// receives), run in the interpreter against pure-Go references. Launches
-// are read from each file's header and parameters bound by name, so a
+// receives), run in the interpreter against pure-Go references. Each
+// launch takes the contract the generator returns with the kernel (block,
+// dynamic shared memory, parameters) and binds the arguments by name, so a
 // change of configuration does not break these tests.
 
 type goldenKernel struct {
 	p      *Program
-	name   string
-	block  int
-	shared int
+	cfg    gen.Config // the configuration the file was generated for
+	launch ptx.Launch // the generator's contract, which the file declares
 }
 
-var launchRE = regexp.MustCompile(`launch: (\d+) threads per CTA, (\d+) bytes of dynamic shared memory`)
-
-// loadGolden loads golden/<name>_<target>.ptx. A missing file fails the
-// test: skipping would let a moved or deleted golden/ pass every test here.
-func loadGolden(t testing.TB, name, target string) goldenKernel {
+// loadGolden loads golden/<name>_<target>.ptx, the kernel of the default
+// configuration for target, with the contract gen.Generate returns for it:
+// the dynamic shared memory size is in no declaration of the text, only in
+// its header comment, so the generator is the one place to ask. The text
+// must declare the rest of that contract (entry, block, parameters). A
+// missing file fails the test: skipping would let a moved or deleted
+// golden/ pass every test here.
+func loadGolden(t testing.TB, name string, target ptx.Target) goldenKernel {
 	t.Helper()
-	file := filepath.Join("..", "..", "golden", name+"_"+target+".ptx")
+	cfg := gen.DefaultConfig()
+	cfg.Target = target
+	k, err := gen.Generate(name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join("..", "..", "golden", name+"_"+target.Name+".ptx")
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("golden kernel %s: %v (regenerate golden/ with: go test ./golden -update)", file, err)
@@ -39,57 +49,36 @@ func loadGolden(t testing.TB, name, target string) goldenKernel {
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	if len(p.Kernels()) == 0 {
-		t.Fatalf("%s: no kernel entry", file)
-	}
-	g := goldenKernel{p: p, name: p.Kernels()[0]}
-	found := false
-	for _, h := range p.Module.Header {
-		if m := launchRE.FindStringSubmatch(h); m != nil {
-			g.block, err = strconv.Atoi(m[1])
-			if err == nil {
-				g.shared, err = strconv.Atoi(m[2])
-			}
-			if err != nil {
-				t.Fatalf("%s: launch line %q: %v", file, h, err)
-			}
-			found = true
-		}
-	}
-	if !found || g.block == 0 {
-		t.Fatalf("%s: no launch line in the header", file)
-	}
-	return g
-}
-
-// params binds args to the kernel's parameters by name.
-func (g goldenKernel) params(args map[string]uint64) ([]uint64, error) {
-	var params []uint64
-	for _, prm := range g.p.Module.Entries[0].Params {
-		v, ok := args[prm.Name]
-		if !ok {
-			return nil, fmt.Errorf("%s: no value for parameter %s", g.name, prm.Name)
-		}
-		params = append(params, v)
-	}
-	return params, nil
-}
-
-// run launches the kernel on rows CTAs with the parameters named in args.
-func (g goldenKernel) run(t testing.TB, mem *Memory, rows int, args map[string]uint64, race bool) Stats {
-	t.Helper()
-	params, err := g.params(args)
+	declared, err := p.Contract(k.Name, 0, k.Launch.SharedBytes)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", file, err)
 	}
-	st, err := g.p.Run(g.name, mem, Launch{Grid: [3]int{rows}, Block: [3]int{g.block}, DynamicShared: g.shared, Params: params, RaceCheck: race})
+	if !reflect.DeepEqual(declared, k.Launch) {
+		t.Fatalf("%s declares %v, the generator's contract is %v (regenerate golden/ with: go test ./golden -update)", file, declared, k.Launch)
+	}
+	return goldenKernel{p: p, cfg: cfg, launch: k.Launch}
+}
+
+// args are the kernel's arguments with the values named in vals.
+func (g *goldenKernel) args(vals map[string]uint64) *ptx.Args {
+	a := g.launch.Args()
+	for name, v := range vals {
+		a.Set(name, v)
+	}
+	return a
+}
+
+// run launches the kernel on rows CTAs with the arguments named in vals.
+func (g *goldenKernel) run(t testing.TB, mem *Memory, rows int, vals map[string]uint64, race bool) Stats {
+	t.Helper()
+	st, err := g.p.Run(mem, Launch{Grid: [3]int{rows}, Args: g.args(vals), RaceCheck: race})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-var goldenTargets = []string{"sm_80", "sm_90", "sm_100"}
+var goldenTargets = []ptx.Target{ptx.SM80, ptx.SM90, ptx.SM100}
 
 func TestGoldenWarpReduce(t *testing.T) {
 	compared := 0 // warps
@@ -97,7 +86,7 @@ func TestGoldenWarpReduce(t *testing.T) {
 		g := loadGolden(t, "warp_reduce", target)
 		rng := rand.New(rand.NewSource(7))
 		ctas := 3
-		in := make([]uint32, ctas*g.block)
+		in := make([]uint32, ctas*g.launch.Block)
 		for i := range in {
 			in[i] = rng.Uint32() >> rng.Intn(32)
 		}
@@ -130,7 +119,7 @@ func TestGoldenBlockScan(t *testing.T) {
 		g := loadGolden(t, "block_scan", target)
 		rng := rand.New(rand.NewSource(8))
 		ctas := 3
-		in := make([]uint32, ctas*g.block)
+		in := make([]uint32, ctas*g.launch.Block)
 		for i := range in {
 			in[i] = rng.Uint32() >> rng.Intn(32)
 		}
@@ -142,7 +131,7 @@ func TestGoldenBlockScan(t *testing.T) {
 		compared += ctas
 		for r := range ctas {
 			var s uint32
-			for i := r * g.block; i < (r+1)*g.block; i++ {
+			for i := r * g.launch.Block; i < (r+1)*g.launch.Block; i++ {
 				if gotOut[i] != s {
 					t.Fatalf("%s: out[%d] = %d, want %d", target, i, gotOut[i], s)
 				}
@@ -152,8 +141,8 @@ func TestGoldenBlockScan(t *testing.T) {
 				t.Errorf("%s: totals[%d] = %d, want %d", target, r, gotTot[r], s)
 			}
 		}
-		if g.block < 32 {
-			t.Errorf("%s: %d threads per CTA: a scan of less than a warp tests little", target, g.block)
+		if g.launch.Block < 32 {
+			t.Errorf("%s: %d threads per CTA: a scan of less than a warp tests little", target, g.launch.Block)
 		}
 	}
 	if min := 3 * len(goldenTargets); compared != min {
@@ -323,18 +312,6 @@ func checkTopK(t *testing.T, name string, mem *Memory, args map[string]uint64, r
 	return len(rows)
 }
 
-func kFromHeader(t *testing.T, g goldenKernel) int {
-	t.Helper()
-	for _, h := range g.p.Module.Header {
-		var k int
-		if _, err := fmt.Sscanf(h, "config: K=%d", &k); err == nil && k > 0 {
-			return k
-		}
-	}
-	t.Fatalf("%s: no K in the header", g.name)
-	return 0
-}
-
 // The full Top-K kernels: GVR with good and garbage predictions, the
 // fallback and the radix select.
 func TestGoldenTopK(t *testing.T) {
@@ -343,8 +320,8 @@ func TestGoldenTopK(t *testing.T) {
 	rows := topkRows(rng, n)
 	checked := 0 // rows
 	for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
-		g := loadGolden(t, name, "sm_90")
-		k := kFromHeader(t, g)
+		g := loadGolden(t, name, ptx.SM90)
+		k := g.cfg.K
 		mem := NewMemory()
 		args, out := topkArgs(mem, rows, n, k)
 		if name == "gvr_topk" {
@@ -392,7 +369,7 @@ func TestGoldenTopK(t *testing.T) {
 // A Program may run on several Memories at once, and each run computes its
 // own result.
 func TestConcurrentRuns(t *testing.T) {
-	g := loadGolden(t, "count_ge", "sm_90")
+	g := loadGolden(t, "count_ge", ptx.SM90)
 	type result struct {
 		i      int
 		counts []uint32
@@ -407,11 +384,9 @@ func TestConcurrentRuns(t *testing.T) {
 				x[j] = float32(j % (7 + i))
 			}
 			counts := mem.Alloc(4, 0)
-			params, err := g.params(map[string]uint64{"scores": mem.AllocF32s(x), "row_stride": 1000,
+			args := g.args(map[string]uint64{"scores": mem.AllocF32s(x), "row_stride": 1000,
 				"lengths": mem.AllocU32s([]uint32{1000}), "thresholds": mem.AllocF32s([]float32{3}), "counts": counts})
-			if err == nil {
-				_, err = g.p.Run(g.name, mem, Launch{Grid: [3]int{1}, Block: [3]int{g.block}, DynamicShared: g.shared, Params: params})
-			}
+			_, err := g.p.Run(mem, Launch{Grid: [3]int{1}, Args: args})
 			var c []uint32
 			if err == nil {
 				c, err = mem.ReadU32s(counts, 1)

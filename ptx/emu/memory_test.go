@@ -132,7 +132,7 @@ func TestAtomics(t *testing.T) {
 			argA := mem.Alloc(8*32, 0)
 			mustWriteU64s(t, mem, argA, argv)
 			outA := mem.Alloc(8*32, 0)
-			if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{32}, Params: []uint64{cellA, argA, outA}, RaceCheck: true}); err != nil {
+			if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0).Set("cell", cellA).Set("args", argA).Set("out", outA), RaceCheck: true}); err != nil {
 				t.Fatal(err)
 			}
 			got := mustReadU64s(t, mem, outA, 32)
@@ -176,7 +176,8 @@ func TestAtomicAddF32Subnormal(t *testing.T) {
 		e.Ret()
 		mem := NewMemory()
 		c := mem.Alloc(4, 0)
-		if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, Params: []uint64{c}}); err != nil {
+		p := mustLoad(t, m)
+		if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 1, 0).Set("cell", c)}); err != nil {
 			t.Fatal(err)
 		}
 		got := mustReadU32s(t, mem, c, 1)
@@ -206,8 +207,9 @@ func TestParams(t *testing.T) {
 	e.Ret()
 	mem := NewMemory()
 	o := mem.Alloc(24, 0)
-	params := []uint64{0xFFFFFFFF12345678, 0x1122334455667788, uint64(math.Float32bits(2.5)), uint64(0xFFFFFFFF), o}
-	if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, Params: params}); err != nil {
+	p := mustLoad(t, m)
+	args := mustArgs(t, p, "k", 1, 0).Set("a", 0x12345678).Set("b", 0x1122334455667788).SetF32("c", 2.5).Set("d", 0xFFFFFFFF).Set("out", o)
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: args}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustReadU32s(t, mem, o, 6)
@@ -245,7 +247,8 @@ func TestGenericAndVectors(t *testing.T) {
 	e.Ret()
 	mem := NewMemory()
 	o := mem.Alloc(16, 0)
-	if _, err := mustLoad(t, m).Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{1}, DynamicShared: 64, Params: []uint64{o}}); err != nil {
+	p := mustLoad(t, m)
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 1, 64).Set("out", o)}); err != nil {
 		t.Fatal(err)
 	}
 	addr := mustReadU64s(t, mem, o, 1)

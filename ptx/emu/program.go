@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,13 +57,39 @@ func (p *Program) Kernels() []string {
 	return names
 }
 
-// Launch is the shape and the arguments of a kernel launch.
+// Contract is entry's launch contract as the text declares it
+// (ptx.LaunchOf), for text that comes without one, such as a test's
+// hand-written kernel. block is the threads per CTA where the text fixes
+// none: it must equal a declared .reqntid, and is checked against a
+// .maxntid when the kernel runs; 0 takes the text's .reqntid or .maxntid.
+// sharedBytes is the dynamic shared memory, which text never declares.
+func (p *Program) Contract(entry string, block, sharedBytes int) (ptx.Launch, error) {
+	l, err := ptx.LaunchOf(p.Module, entry, sharedBytes)
+	if l.Entry == "" { // no such entry
+		return ptx.Launch{}, fmt.Errorf("emu: %w", err)
+	}
+	if block != 0 {
+		if req := p.kernels[entry].entry.ReqNTID[0]; req != 0 && req != block {
+			return ptx.Launch{}, fmt.Errorf("emu: contract of %s: a block of %d threads, but the text declares .reqntid %d", entry, block, req)
+		}
+		l.Block = block
+	}
+	if err := l.Check(); err != nil {
+		return ptx.Launch{}, fmt.Errorf("emu: %w", err)
+	}
+	return l, nil
+}
+
+// Launch is one launch of a kernel: its grid and its arguments.
 type Launch struct {
-	Grid, Block   [3]int   // CTAs and threads per CTA; a zero y or z counts as 1
-	DynamicShared int      // bytes of dynamic (.extern) shared memory
-	Params        []uint64 // one per kernel parameter, in order; the low bytes are used for narrower parameters, f32 as its bits
-	MaxSteps      int64    // warp instructions per CTA before a FaultSteps; 0: DefaultMaxSteps
-	RaceCheck     bool     // report shared-memory races (slower)
+	// Grid is the CTAs; a zero y or z counts as 1. Grid[0] must be a whole
+	// number of clusters (the contract's Cluster).
+	Grid [3]int
+	// Args are the arguments by name. Their contract (Args.Launch) names the
+	// kernel and gives its block, cluster and dynamic shared memory.
+	Args      *ptx.Args
+	MaxSteps  int64 // warp instructions per CTA before a FaultSteps; 0: DefaultMaxSteps
+	RaceCheck bool  // report shared-memory races (slower)
 }
 
 // DefaultMaxSteps is the per-CTA step budget when Launch.MaxSteps is 0: far
@@ -72,9 +99,8 @@ const DefaultMaxSteps = 1 << 26
 
 // Limits a driver would enforce.
 const (
-	maxThreadsPerCTA = 1024
-	maxStaticShared  = 48 << 10
-	maxShared        = 227 << 10 // per CTA, with opt-in (H100, B200)
+	maxStaticShared = 48 << 10
+	maxShared       = 227 << 10 // per CTA, with opt-in (H100, B200)
 )
 
 // Stats counts what a launch executed.
@@ -85,10 +111,17 @@ type Stats struct {
 	Barriers         int64 // completed CTA barriers
 }
 
-// Run executes kernel on the grid, with global memory mem. CTAs run one
-// after another in grid order, so results are deterministic. The error is a
-// *Fault for a fault of the kernel, or a plain error for a bad launch.
-func (p *Program) Run(kernel string, mem *Memory, l Launch) (st Stats, err error) {
+// Run executes the kernel that l.Args were made for (its contract's Entry)
+// on the grid, with global memory mem. CTAs run one after another in grid
+// order, so results are deterministic. The error is a *Fault for a fault of
+// the kernel, or a plain error for a bad launch: arguments that Args.Check
+// refuses, or a contract that is not the loaded entry's (parameters, block,
+// cluster).
+func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
+	if l.Args == nil {
+		return st, errors.New("emu: a launch without arguments (Launch.Args)")
+	}
+	kernel := l.Args.Launch().Entry
 	k := p.kernels[kernel]
 	if k == nil {
 		return st, fmt.Errorf("emu: no kernel %q (have %s)", kernel, strings.Join(p.Kernels(), ", "))
@@ -167,57 +200,101 @@ func dim3(d [3]int) [3]int {
 	return d
 }
 
-// prepare checks a launch as the driver would and lays out its parameters.
+// prepare checks a launch as the driver would, and its contract against
+// the entry, and lays out its parameters.
 func (k *kernel) prepare(mem *Memory, l Launch) (*launchState, error) {
-	ls := &launchState{k: k, mem: mem, grid: dim3(l.Grid), block: dim3(l.Block), race: l.RaceCheck, maxSteps: l.MaxSteps}
+	c := l.Args.Launch()
+	ls := &launchState{k: k, mem: mem, grid: dim3(l.Grid), block: [3]int{c.Block, 1, 1}, race: l.RaceCheck, maxSteps: l.MaxSteps}
 	if ls.maxSteps <= 0 {
 		ls.maxSteps = DefaultMaxSteps
 	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("emu: launch of %s: %s", k.name, fmt.Sprintf(format, args...))
 	}
+	if err := c.Check(); err != nil {
+		return nil, fmt.Errorf("emu: %w", err) // names the kernel
+	}
+	if err := k.matches(c); err != nil {
+		return nil, fmt.Errorf("emu: launch of %s: the contract is not the loaded kernel's: %w", k.name, err)
+	}
+	if err := l.Args.Check(); err != nil {
+		return nil, fmt.Errorf("emu: %w", err)
+	}
 	if mem == nil {
 		return nil, bad("no Memory")
 	}
 	for i := 0; i < 3; i++ {
-		if ls.grid[i] < 1 || ls.block[i] < 1 {
-			return nil, bad("grid %v and block %v must be positive", l.Grid, l.Block)
+		if ls.grid[i] < 1 {
+			return nil, bad("grid %v must be positive", l.Grid)
 		}
 	}
-	ls.nthreads = ls.block[0] * ls.block[1] * ls.block[2]
-	if ls.nthreads > maxThreadsPerCTA {
-		return nil, bad("%d threads per CTA, at most %d", ls.nthreads, maxThreadsPerCTA)
+	if ls.grid[0]%c.Cluster != 0 {
+		return nil, bad("grid %v is not a whole number of clusters of %d CTAs", ls.grid, c.Cluster)
 	}
-	e := k.entry
-	if r := e.ReqNTID; r[0] != 0 && dim3(r) != ls.block {
-		return nil, bad("block %v differs from .reqntid %v", ls.block, dim3(r))
+	if c.Cluster > 1 {
+		return nil, bad("clusters of %d CTAs: clusters are not supported yet", c.Cluster)
 	}
-	if r := e.MaxNTID; r[0] != 0 {
-		if r := dim3(r); ls.nthreads > r[0]*r[1]*r[2] {
-			return nil, bad("%d threads exceed .maxntid %v", ls.nthreads, r)
-		}
-	}
-	if c := e.ReqNCTAPerCluster; c[0] != 0 && dim3(c) != [3]int{1, 1, 1} {
-		return nil, bad("clusters of %v CTAs: clusters are not supported yet", dim3(c))
-	}
+	ls.nthreads = c.Block
 	if k.staticShared > maxStaticShared {
 		return nil, bad("%d bytes of static shared memory, at most %d", k.staticShared, maxStaticShared)
 	}
-	if l.DynamicShared < 0 || k.dynamicOff+l.DynamicShared > maxShared {
-		return nil, bad("%d bytes of shared memory (%d static), at most %d", k.dynamicOff+l.DynamicShared, k.staticShared, maxShared)
+	if k.dynamicOff+c.SharedBytes > maxShared {
+		return nil, bad("%d bytes of shared memory (%d static), at most %d", k.dynamicOff+c.SharedBytes, k.staticShared, maxShared)
 	}
-	ls.smemSize = k.dynamicOff + l.DynamicShared
-	if len(l.Params) != len(e.Params) {
-		return nil, bad("%d parameters given, the kernel takes %d", len(l.Params), len(e.Params))
-	}
+	ls.smemSize = k.dynamicOff + c.SharedBytes
 	ls.params = make([]byte, k.paramSize)
-	for i, p := range e.Params {
+	for i, v := range l.Args.Values() {
+		p := k.entry.Params[i]
 		off, n := k.paramOff[p], p.T.Bytes()
 		for j := 0; j < n; j++ {
-			ls.params[off+j] = byte(l.Params[i] >> (8 * j))
+			ls.params[off+j] = byte(v >> (8 * j))
 		}
 	}
 	return ls, nil
+}
+
+// matches reports how contract c differs from the entry: other parameters
+// (names, types, pointer alignments, order), a block the entry's .reqntid
+// or .maxntid forbids, or another cluster size.
+func (k *kernel) matches(c *ptx.Launch) error {
+	e := k.entry
+	if !slices.EqualFunc(c.Params, e.Params, func(a ptx.Param, b *ptx.Param) bool { return a == *b }) {
+		var entry []ptx.Param
+		for _, p := range e.Params {
+			entry = append(entry, *p)
+		}
+		return fmt.Errorf("parameters (%s), the entry's are (%s)", paramList(c.Params), paramList(entry))
+	}
+	if r := e.ReqNTID; r[0] != 0 && dim3(r) != [3]int{c.Block, 1, 1} {
+		return fmt.Errorf("a block of %d threads, the entry's .reqntid is %v", c.Block, dim3(r))
+	}
+	if r := e.MaxNTID; r[0] != 0 {
+		if r := dim3(r); c.Block > r[0]*r[1]*r[2] {
+			return fmt.Errorf("a block of %d threads, above the entry's .maxntid %v", c.Block, r)
+		}
+	}
+	cluster := 1
+	if r := e.ReqNCTAPerCluster; r[0] != 0 {
+		r := dim3(r)
+		cluster = r[0] * r[1] * r[2]
+	}
+	if c.Cluster != cluster {
+		return fmt.Errorf("clusters of %d CTAs, the entry's .reqnctapercluster makes %d", c.Cluster, cluster)
+	}
+	return nil
+}
+
+// paramList is "name .type, ..." with each pointer's alignment.
+func paramList(ps []ptx.Param) string {
+	var s []string
+	for _, p := range ps {
+		t := p.Name + " ." + p.T.Name()
+		if p.PtrAlign != 0 {
+			t += fmt.Sprintf(" .ptr.global.align %d", p.PtrAlign)
+		}
+		s = append(s, t)
+	}
+	return strings.Join(s, ", ")
 }
 
 // layout assigns parameter offsets and shared-memory addresses.

@@ -36,7 +36,11 @@ func runRace(t *testing.T, p *Program, n int) error {
 	t.Helper()
 	mem := NewMemory()
 	out := mem.Alloc(4*n, 0)
-	_, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{n}, Params: []uint64{out}, RaceCheck: true})
+	l, err := p.Contract("k", n, 0)
+	if err != nil {
+		return err
+	}
+	_, err = p.Run(mem, Launch{Grid: [3]int{1}, Args: l.Args().Set("out", out), RaceCheck: true})
 	return err
 }
 
@@ -54,7 +58,7 @@ func TestRaceMissingBarrier(t *testing.T) {
 	}
 	// Without the race check the same kernel runs.
 	mem := NewMemory()
-	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{128}, Params: []uint64{mem.Alloc(512, 0)}}); err != nil {
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 128, 0).Set("out", mem.Alloc(512, 0))}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -75,7 +79,7 @@ func checkNeighbours(t *testing.T, p *Program, n, shift int) {
 	t.Helper()
 	mem := NewMemory()
 	out := mem.Alloc(4*n, 0)
-	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{n}, Params: []uint64{out}, RaceCheck: true}); err != nil {
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", n, 0).Set("out", out), RaceCheck: true}); err != nil {
 		t.Fatal(err)
 	}
 	for tid, v := range mustReadU32s(t, mem, out, n) {
@@ -102,7 +106,7 @@ func TestRaceWriteAfterRead(t *testing.T) {
 	e.Guarded(p, func() { e.St(ptx.SpaceShared, ptx.U32, ptx.At(a, 4), tid) }) // ...and thread 40 writes it
 	e.Ret()
 	pr := mustLoad(t, m)
-	_, err := pr.Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{64}, RaceCheck: true})
+	_, err := pr.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, pr, "k", 64, 0), RaceCheck: true})
 	wantFault(t, err, FaultRace, "writes shared memory", "reads at line")
 }
 
@@ -144,7 +148,7 @@ func TestRaceAtomicsAreClean(t *testing.T) {
 	p := mustLoad(t, m)
 	mem := NewMemory()
 	o := mem.Alloc(4*256, 0)
-	if _, err := p.Run("k", mem, Launch{Grid: [3]int{1}, Block: [3]int{256}, Params: []uint64{o}, RaceCheck: true}); err != nil {
+	if _, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 256, 0).Set("out", o), RaceCheck: true}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustReadU32s(t, mem, o, 256)
@@ -162,7 +166,8 @@ func TestRaceAtomicsAreClean(t *testing.T) {
 	e2.Red(ptx.SpaceShared, "add", ptx.U32, ptx.At(base2, 0), ptx.Imm(1))
 	e2.Ld(ptx.SpaceShared, v2, ptx.At(base2, 0))
 	e2.Ret()
-	_, err := mustLoad(t, m2).Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{64}, RaceCheck: true})
+	p2 := mustLoad(t, m2)
+	_, err := p2.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p2, "k", 64, 0), RaceCheck: true})
 	wantFault(t, err, FaultRace, "atomically updates")
 }
 
@@ -175,7 +180,8 @@ func TestRaceSameWordWriters(t *testing.T) {
 	e.Mov(base, flag)
 	e.St(ptx.SpaceShared, ptx.U32, ptx.At(base, 0), ptx.Imm(1))
 	e.Ret()
-	_, err := mustLoad(t, m).Run("k", NewMemory(), Launch{Grid: [3]int{1}, Block: [3]int{2}, RaceCheck: true})
+	p := mustLoad(t, m)
+	_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 2, 0), RaceCheck: true})
 	f := wantFault(t, err, FaultRace, "thread (1,0,0)", "writes shared memory that thread (0,0,0) [warp 0 lane 0] writes")
 	if f.Lane != 1 {
 		t.Errorf("fault %+v", f)
