@@ -57,8 +57,8 @@ ptxas: ## fetch pinned ptxas 11.8 into the cache, print its path
 cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 	scripts/cuda-tools.sh headers
 
-ptxas-check: ## assemble golden/ and runtime/kernels/ *_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
-	scripts/ptxas-check.sh golden runtime/kernels
+ptxas-check: ## assemble golden/ *_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
+	scripts/ptxas-check.sh golden
 
 # The cuda-tagged build (package runtime and what uses it) needs cgo and the
 # CUDA driver API headers. By default they are the pinned CUDA 11.8 cuda.h and

@@ -16,6 +16,11 @@ static CUresult gvrSetMaxDynamicShared(CUfunction f, int bytes) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
+// Clusters above 8 CTAs launch only once the function allows them.
+static CUresult gvrAllowNonPortableCluster(CUfunction f) {
+	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+}
+
 // Thread-local mode: on this thread, calls that are unsafe during capture
 // fail instead of silently running; other threads are not disturbed.
 static CUresult gvrBeginCapture(CUstream s) {
@@ -126,6 +131,10 @@ func setMaxDynamicShared(fn cu.Function, bytes int) error {
 // eventQuery is cuEventQuery, allowed while the thread captures a graph.
 func eventQuery(e cu.Event) error {
 	return check("cuEventQuery", C.gvrEventQueryRelaxed(cevent(e)))
+}
+
+func allowNonPortableCluster(fn cu.Function) error {
+	return check("cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", C.gvrAllowNonPortableCluster(cfunction(fn)))
 }
 
 func beginCapture(s cu.Stream) error {

@@ -4,7 +4,6 @@ package runtime
 
 import (
 	"testing"
-	"unsafe"
 )
 
 // TestStreamOrdering: Stream.Wait orders one stream's work after an event
@@ -12,8 +11,7 @@ import (
 // Stream.Close waits for the stream's work.
 func TestStreamOrdering(t *testing.T) {
 	d := device(t)
-	k, err := d.Kernel("count_ge", small)
-	must(t, err)
+	k := genKernel(t, d, "count_ge", small)
 	// One CTA over a 16M-float row takes milliseconds: long enough for the
 	// host to see it running.
 	const n = 1 << 24
@@ -31,11 +29,8 @@ func TestStreamOrdering(t *testing.T) {
 	defer out.Free()
 	must(t, Upload(lens, []int32{n}))
 	must(t, Upload(thr, []float32{-1})) // every zero counts: out = n
-	vals := [5]uint64{scores.Ptr(), n, lens.Ptr(), thr.Ptr(), out.Ptr()}
-	params := make([]unsafe.Pointer, len(vals))
-	for i := range vals {
-		params[i] = unsafe.Pointer(&vals[i])
-	}
+	params := k.Args().Set("scores", scores.Ptr()).Set("row_stride", n).Set("lengths", lens.Ptr()).
+		Set("thresholds", thr.Ptr()).Set("counts", out.Ptr())
 
 	a, err := d.NewStream()
 	must(t, err)

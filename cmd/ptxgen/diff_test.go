@@ -143,7 +143,7 @@ func TestDiffFlag(t *testing.T) {
 	if status != 0 || errs != "" {
 		t.Fatalf("status %d, stderr %q", status, errs)
 	}
-	wantLines(t, out, "+\t.param .u64 stats")
+	wantLines(t, out, "+\t.param .u64 .ptr.global.align 8 stats")
 	if status, out, _ := ptxgen(t, "-kernel", "count_ge", "-diff", "arch=sm_100,arch=sm_100", "-arch", "sm_100"); status != 0 || out != "" {
 		t.Errorf("no difference: status %d, output %q", status, out)
 	}

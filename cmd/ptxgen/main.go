@@ -114,7 +114,7 @@ func label(k *gen.Kernel) string { return fmt.Sprintf("%s (%v)", k.Name, k.Confi
 
 // run is the whole command: it parses args, writes PTX, a summary, a diff
 // (or the usage or the list) to stdout or the -o file, and one-line errors
-// to stderr, and returns the exit status. -standard writes files instead.
+// to stderr, and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	fail := func(status int, err error) int {
 		fmt.Fprintf(stderr, "ptxgen: %s\n", oneLine(err))
@@ -131,7 +131,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	summary := fs.Bool("summary", false, "print a summary instead of the PTX: params, shared memory, registers, instructions per phase")
 	diff := fs.String("diff", "", "compare with a second kernel: these flags changed by `changes`, comma-separated, without dashes "+
 		"(arch=sm_100; k=1024,max-candidates=3072; instrument); prints a unified diff of the PTX, or of the summaries with -summary")
-	standard := fs.String("standard", "", "write the standard kernels' PTX and Go table and typed launchers into package `dir` (runtime; go generate runs this)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -149,20 +148,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *standard != "" {
-		if len(set) > 1 {
-			return fail(exitUsage, errors.New("-standard takes no other flag: the standard configurations are fixed"))
-		}
-		files, err := standardFiles()
-		if err != nil {
-			return fail(exitUsage, err)
-		}
-		if err := writeStandard(*standard, files); err != nil {
-			return fail(exitIO, err)
-		}
-		return exitOK
-	}
-
 	kern, err := sp.generate()
 	if err != nil {
 		return fail(exitUsage, err)
@@ -244,7 +229,6 @@ Examples:
                                      what changes from sm_90 to sm_100 (a unified diff)
   ptxgen -summary -diff k=1024,max-candidates=3072
                                      how the summary changes with K
-  ptxgen -standard runtime           write runtime's embedded kernels and launchers (go generate)
 
 Flags:
 `, fallbackKernel)
