@@ -17,12 +17,12 @@ build: ## go build ./...
 test: ## go test ./... (the README's test command)
 	$(GO) test ./...
 
-generate: ## go generate ./... (writes runtime's embedded kernels and launchers)
+generate: ## go generate ./... (writes the example module's kernel)
 	$(GO) generate ./...
 
-# What go generate writes (runtime/generate.go: ptxgen -standard). It is
+# What go generate writes (the //go:generate lines run ptxgen). It is
 # committed; add new generated paths here.
-GENERATED := runtime/kernels runtime/zkernels.go runtime/zlaunch.go
+GENERATED := examples/kernels
 
 # Regenerate, then require the generated files to match what is committed:
 # no modified, deleted or untracked files.

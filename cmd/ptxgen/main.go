@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -127,6 +128,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard) // errors are reported by run, on one line
 	sp.register(fs)
 	out := fs.String("o", "", "write the output to `file` instead of standard output")
+	goOut := fs.String("go", "", "with -o: also write `file`.go, a Go file that embeds the -o PTX file and declares its launch contract")
+	goPkg := fs.String("package", "", "with -go: the Go package (default: the -go file's directory name)")
+	goName := fs.String("name", "", "with -go: the contract's Go name (default: the kernel's, in CamelCase: GvrTopk); the text is NAME+PTX")
 	list := fs.Bool("list", false, "list the kernels and the targets, then exit")
 	summary := fs.Bool("summary", false, "print a summary instead of the PTX: params, shared memory, registers, instructions per phase")
 	diff := fs.String("diff", "", "compare with a second kernel: these flags changed by `changes`, comma-separated, without dashes "+
@@ -174,6 +178,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		text = unifiedDiff(label(kern), label(kern2), text, show(kern2))
 	}
 
+	if *goOut != "" {
+		if *out == "" || *summary || set["diff"] {
+			return fail(exitUsage, errors.New("-go writes the Go file of the -o PTX file: give -o, and neither -summary nor -diff"))
+		}
+		if filepath.Dir(*goOut) != filepath.Dir(*out) {
+			return fail(exitUsage, fmt.Errorf("-go %s and -o %s must be in one directory (the Go file embeds the PTX file)", *goOut, *out))
+		}
+		pkg, name := *goPkg, *goName
+		if pkg == "" {
+			abs, err := filepath.Abs(*goOut)
+			if err != nil {
+				return fail(exitIO, err)
+			}
+			pkg = filepath.Base(filepath.Dir(abs))
+		}
+		if name == "" {
+			name = defaultGoName(kern.Name)
+		}
+		src, err := goFile(kern, pkg, name, filepath.Base(*out), args)
+		if err != nil {
+			return fail(exitUsage, err)
+		}
+		if err := os.WriteFile(*goOut, src, 0o644); err != nil {
+			return fail(exitIO, err)
+		}
+	}
 	if *out == "" {
 		if _, err := io.WriteString(stdout, text); err != nil {
 			return fail(exitIO, err)
@@ -229,6 +259,8 @@ Examples:
                                      what changes from sm_90 to sm_100 (a unified diff)
   ptxgen -summary -diff k=1024,max-candidates=3072
                                      how the summary changes with K
+  ptxgen -arch sm_90 -k 512 -o topk.ptx -go topk.go -name TopK
+                                     the PTX, and a Go file embedding it with its launch contract
 
 Flags:
 `, fallbackKernel)
