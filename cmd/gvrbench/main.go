@@ -181,6 +181,10 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer b.flush.Free()
+	if b.rep.FirstUse, err = firstUse(dev, o.k); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "first use: %s\n", b.rep.FirstUse)
 	if err := b.load(); err != nil {
 		return nil, err
 	}
@@ -216,6 +220,29 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		d.free()
 	}
 	return b.rep, nil
+}
+
+// firstUse times what a program's first Top-K costs: NewSelector, which
+// generates and JIT-loads the two kernels (before any other kernel of
+// this configuration is loaded in the process), then a first Select of
+// one row, to the GPU's end.
+func firstUse(dev *runtime.Device, k int) (string, error) {
+	t0 := time.Now()
+	sel, err := topk.NewSelector(topk.Config{K: k, MaxRows: 1, Device: dev})
+	if err != nil {
+		return "", err
+	}
+	defer sel.Close()
+	made := time.Since(t0)
+	t1 := time.Now()
+	if _, _, err := sel.SelectHost(0, make([]float32, 4*k), 4*k, nil); err != nil {
+		return "", err
+	}
+	first := time.Since(t1)
+	gvr, fb := sel.Kernels()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return fmt.Sprintf("NewSelector %.1f ms (JIT of gvr_topk %.1f ms and of topk_fallback %.1f ms, the rest generation and checks), "+
+		"then the first SelectHost %.2f ms", ms(made), ms(gvr.JITTime), ms(fb.JITTime), ms(first)), nil
 }
 
 // load JIT-loads the kernels (and their instrumented variants).
