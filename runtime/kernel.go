@@ -22,6 +22,10 @@ type Kernel struct {
 	Regs       int    // registers per thread
 	LocalBytes int    // local memory per thread (spills)
 	MaxThreads int    // most threads per CTA it can launch with
+	// MaxActiveClusters is, for a cluster kernel, how many of its clusters
+	// the device holds at once (cuOccupancyMaxActiveClusters, asked at
+	// load); 0 for a kernel without clusters.
+	MaxActiveClusters int
 	InfoLog    string // the JIT's info log (ptxas -v)
 	JITTime    time.Duration
 
@@ -170,6 +174,17 @@ func (k *Kernel) setup() error {
 	if k.MaxThreads < k.Contract.Block {
 		return fmt.Errorf("cannot launch %d threads per CTA: with %d registers per thread the device allows %d",
 			k.Contract.Block, k.Regs, k.MaxThreads)
+	}
+	if c := k.Contract.Cluster; c > 1 {
+		// A cluster the device can never hold would make a launch fail
+		// late, or wait forever: ask once, here, before any launch.
+		if k.MaxActiveClusters, err = maxActiveClusters(k.fn, c, k.Contract.Block, k.Contract.SharedBytes); err != nil {
+			return fmt.Errorf("asking how many clusters of %d CTAs fit: %w", c, err)
+		}
+		if k.MaxActiveClusters < 1 {
+			return fmt.Errorf("the device can never schedule a cluster of %d CTAs of %d threads, %d registers and %d B of shared memory each",
+				c, k.Contract.Block, k.Regs, k.Contract.SharedBytes)
+		}
 	}
 	return nil
 }

@@ -81,8 +81,10 @@ type Kernel struct {
 	Regs       int
 	LocalBytes int
 	MaxThreads int
-	InfoLog    string
-	JITTime    time.Duration
+	// MaxActiveClusters: see the cuda build.
+	MaxActiveClusters int
+	InfoLog           string
+	JITTime           time.Duration
 }
 
 func (k *Kernel) Device() *Device                               { return nil }
