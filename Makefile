@@ -17,12 +17,12 @@ build: ## go build ./...
 test: ## go test ./... (the README's test command)
 	$(GO) test ./...
 
-generate: ## go generate ./... (writes runtime's embedded kernels and launchers)
+generate: ## go generate ./... (writes the example module's kernel)
 	$(GO) generate ./...
 
-# What go generate writes (runtime/generate.go: ptxgen -standard). It is
+# What go generate writes (the //go:generate lines run ptxgen). It is
 # committed; add new generated paths here.
-GENERATED := runtime/kernels runtime/zkernels.go runtime/zlaunch.go
+GENERATED := examples/kernels
 
 # Regenerate, then require the generated files to match what is committed:
 # no modified, deleted or untracked files.
@@ -57,8 +57,8 @@ ptxas: ## fetch pinned ptxas 11.8 into the cache, print its path
 cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 	scripts/cuda-tools.sh headers
 
-ptxas-check: ## assemble golden/ and runtime/kernels/ *_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
-	scripts/ptxas-check.sh golden runtime/kernels
+ptxas-check: ## assemble golden/ *_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
+	scripts/ptxas-check.sh golden
 
 # The cuda-tagged build (package runtime and what uses it) needs cgo and the
 # CUDA driver API headers. By default they are the pinned CUDA 11.8 cuda.h and

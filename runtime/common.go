@@ -104,7 +104,6 @@ func (e *DriverError) Error() string {
 // compiler (ptxas inside the driver) said.
 type JITError struct {
 	Kernel string // the entry
-	Config string // the generator configuration, if generated
 	Target string // the PTX target
 	Device string
 	Err    error  // the driver error
@@ -115,9 +114,6 @@ type JITError struct {
 func (e *JITError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gvr/runtime: JIT of kernel %s", e.Kernel)
-	if e.Config != "" {
-		fmt.Fprintf(&b, " (%s)", e.Config)
-	}
 	fmt.Fprintf(&b, " for %s on %s failed: %v", e.Target, e.Device, e.Err)
 	if log := strings.TrimSpace(e.Log); log != "" {
 		fmt.Fprintf(&b, "\nJIT error log:\n%s", log)
@@ -131,24 +127,3 @@ func (e *JITError) Error() string {
 }
 
 func (e *JITError) Unwrap() error { return e.Err }
-
-// paramNames reads the .param names of entry name from PTX text, as the
-// printer writes them ("\t.param .u64 scores,", one per line); nil when
-// the text has no such entry.
-func paramNames(text, name string) []string {
-	_, rest, ok := strings.Cut(text, ".entry "+name+"(")
-	if !ok {
-		return nil
-	}
-	decl, _, ok := strings.Cut(rest, ")")
-	if !ok {
-		return nil
-	}
-	var names []string
-	for _, p := range strings.Split(decl, ",") {
-		if f := strings.Fields(p); len(f) >= 3 && f[0] == ".param" {
-			names = append(names, f[len(f)-1])
-		}
-	}
-	return names
-}

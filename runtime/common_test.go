@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -39,10 +38,10 @@ func TestErrors(t *testing.T) {
 	if got, want := drv.Error(), "cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed"; got != want {
 		t.Errorf("DriverError: %q, want %q", got, want)
 	}
-	j := &JITError{Kernel: "gvr_topk", Config: "K=2048", Target: "sm_90", Device: "device 0 (H100)", Err: drv,
+	j := &JITError{Kernel: "gvr_topk", Target: "sm_90", Device: "device 0 (H100)", Err: drv,
 		Log: "ptxas application ptx input, line 7; error   : Unknown symbol 'x'\n"}
 	msg := j.Error()
-	for _, want := range []string{"gvr_topk", "K=2048", "sm_90", "device 0 (H100)", "CUDA_ERROR_INVALID_PTX", "Unknown symbol 'x'"} {
+	for _, want := range []string{"gvr_topk", "sm_90", "device 0 (H100)", "CUDA_ERROR_INVALID_PTX", "Unknown symbol 'x'"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("JITError message lacks %q:\n%s", want, msg)
 		}
@@ -50,25 +49,5 @@ func TestErrors(t *testing.T) {
 	var d *DriverError
 	if !errors.As(j, &d) || d.Code != 218 {
 		t.Error("JITError does not unwrap to its DriverError")
-	}
-}
-
-func TestParamNames(t *testing.T) {
-	s, ok := LookupStandard("gvr_topk", standardKernels[0].Config)
-	if !ok {
-		t.Fatal("no standard gvr_topk")
-	}
-	if got := paramNames(s.PTX, "gvr_topk"); !slices.Equal(got, s.Params) {
-		t.Errorf("paramNames of %s = %v, want %v", s.File, got, s.Params)
-	}
-	text := ".visible .entry k(\n\t.param .u64 .ptr.global.align 16 a,\n\t.param .u64 b\n)\n{\n\tret;\n}\n"
-	if got := paramNames(text, "k"); !slices.Equal(got, []string{"a", "b"}) {
-		t.Errorf("paramNames = %v, want [a b]", got)
-	}
-	if got := paramNames(".visible .entry k()\n{\n}\n", "k"); got != nil {
-		t.Errorf("no parameters: %v", got)
-	}
-	if got := paramNames(text, "other"); got != nil {
-		t.Errorf("no such entry: %v", got)
 	}
 }

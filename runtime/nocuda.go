@@ -7,9 +7,8 @@ package runtime
 
 import (
 	"time"
-	"unsafe"
 
-	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 )
 
 // Device is a GPU; without CUDA support there is none.
@@ -21,15 +20,15 @@ func DeviceCount() (int, error) { return 0, ErrNoCUDA }
 // Open returns ErrNoCUDA.
 func Open(ordinal int) (*Device, error) { return nil, ErrNoCUDA }
 
-func (d *Device) Info() Info                                          { return Info{} }
-func (d *Device) String() string                                      { return "no device (built without CUDA support)" }
-func (d *Device) Synchronize() error                                  { return ErrNoCUDA }
-func (d *Device) Alloc(bytes int) (*Buffer, error)                    { return nil, ErrNoCUDA }
-func (d *Device) NewStream() (*Stream, error)                         { return nil, ErrNoCUDA }
-func (d *Device) NewEvent() (*Event, error)                           { return nil, ErrNoCUDA }
-func (d *Device) NewSyncEvent() (*Event, error)                       { return nil, ErrNoCUDA }
-func (d *Device) Kernel(name string, cfg gen.Config) (*Kernel, error) { return nil, ErrNoCUDA }
-func (d *Device) LoadPTX(name, text string, block, sharedBytes, numParams int) (*Kernel, error) {
+func (d *Device) Info() Info                                      { return Info{} }
+func (d *Device) String() string                                  { return "no device (built without CUDA support)" }
+func (d *Device) Synchronize() error                              { return ErrNoCUDA }
+func (d *Device) Alloc(bytes int) (*Buffer, error)                { return nil, ErrNoCUDA }
+func (d *Device) NewStream() (*Stream, error)                     { return nil, ErrNoCUDA }
+func (d *Device) NewEvent() (*Event, error)                       { return nil, ErrNoCUDA }
+func (d *Device) NewSyncEvent() (*Event, error)                   { return nil, ErrNoCUDA }
+func (d *Device) Load(text string, l ptx.Launch) (*Kernel, error) { return nil, ErrNoCUDA }
+func (d *Device) LoadPTX(text, entry string, sharedBytes int) (*Kernel, error) {
 	return nil, ErrNoCUDA
 }
 
@@ -77,27 +76,22 @@ func Elapsed(start, end *Event) (time.Duration, error) { return 0, ErrNoCUDA }
 
 // Kernel is a loaded kernel; without CUDA support there is none.
 type Kernel struct {
-	Name        string
-	Config      gen.Config
-	Block       int
-	SharedBytes int
-	NumParams   int
-	Params      []string
-	Embedded    bool
-	Regs        int
-	LocalBytes  int
-	MaxThreads  int
-	InfoLog     string
-	JITTime     time.Duration
+	Contract   ptx.Launch
+	Target     string
+	Regs       int
+	LocalBytes int
+	MaxThreads int
+	// MaxActiveClusters: see the cuda build.
+	MaxActiveClusters int
+	InfoLog           string
+	JITTime           time.Duration
 }
 
-func (k *Kernel) Device() *Device                                           { return nil }
-func (k *Kernel) String() string                                            { return k.Name + " (built without CUDA support)" }
-func (k *Kernel) Launch(s *Stream, grid int, params []unsafe.Pointer) error { return ErrNoCUDA }
-
-// launcherCheck makes the typed launchers' constructors (zlaunch.go)
-// return ErrNoCUDA.
-func (k *Kernel) launcherCheck(name string) error { return ErrNoCUDA }
+func (k *Kernel) Device() *Device                               { return nil }
+func (k *Kernel) Name() string                                  { return k.Contract.Entry }
+func (k *Kernel) String() string                                { return k.Contract.Entry + " (built without CUDA support)" }
+func (k *Kernel) Args() *ptx.Args                               { return k.Contract.Args() }
+func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error { return ErrNoCUDA }
 
 // Graph is a CUDA graph; without CUDA support there is none.
 type Graph struct{}

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 )
 
 func TestNoCUDA(t *testing.T) {
@@ -20,21 +20,13 @@ func TestNoCUDA(t *testing.T) {
 	if err.Error() != "gvr/runtime: built without CUDA support (-tags cuda)" {
 		t.Errorf("ErrNoCUDA text: %q", err)
 	}
-	if _, err := d.Kernel("gvr_topk", gen.DefaultConfig()); err != ErrNoCUDA {
-		t.Errorf("Kernel: %v", err)
+	if _, err := d.Load(".version 7.8\n", ptx.Launch{}); err != ErrNoCUDA {
+		t.Errorf("Load: %v", err)
 	}
 	if err := Upload(&Buffer{}, []float32{1}); !errors.Is(err, ErrNoCUDA) {
 		t.Errorf("Upload: %v", err)
 	}
 	if _, err := (&Stream{}).Capture(func() error { return nil }); err != ErrNoCUDA {
 		t.Errorf("Capture: %v", err)
-	}
-	// The typed launchers (zlaunch.go) build without the tag, and refuse.
-	k := &Kernel{Name: "gvr_topk", Params: launcherParams["gvr_topk"], NumParams: 8}
-	if _, err := NewGVRTopK(k); err != ErrNoCUDA {
-		t.Errorf("NewGVRTopK: %v", err)
-	}
-	if _, err := NewTopKFallback(nil); err != ErrNoCUDA {
-		t.Errorf("NewTopKFallback: %v", err)
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unsafe"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 )
 
 // GPU tests. Without a GPU they skip, unless GVR_REQUIRE_GPU is set (as
@@ -47,6 +47,21 @@ func device(t testing.TB) *Device {
 
 // small is a configuration whose kernels are quick to JIT.
 var small = gen.Config{K: 16, MaxCandidates: 1024, BlockSize: 128, Bins: 256}
+
+// genKernel generates kernel name for cfg on d's target and loads it by
+// its contract. (Only the tests use gen: the package itself knows PTX
+// and contracts, not generators.)
+func genKernel(t testing.TB, d *Device, name string, cfg gen.Config) *Kernel {
+	t.Helper()
+	if cfg.Target.Name == "" {
+		cfg.Target = d.Info().Target
+	}
+	gk, err := gen.Generate(name, cfg)
+	must(t, err)
+	k, err := d.Load(gk.PTX(), gk.Launch)
+	must(t, err)
+	return k
+}
 
 func TestDevice(t *testing.T) {
 	d := device(t)
@@ -177,15 +192,12 @@ func countGE(k *Kernel, s *Stream, rows [][]float32, stride int, thr []float32) 
 		}
 		defer bufs[i].Free()
 	}
-	vals := [5]uint64{bufs[0].Ptr(), uint64(stride), bufs[1].Ptr(), bufs[2].Ptr(), bufs[3].Ptr()}
-	params := make([]unsafe.Pointer, len(vals))
-	for i := range vals {
-		params[i] = unsafe.Pointer(&vals[i])
-	}
+	args := k.Args().Set("scores", bufs[0].Ptr()).Set("row_stride", uint64(stride)).
+		Set("lengths", bufs[1].Ptr()).Set("thresholds", bufs[2].Ptr()).Set("counts", bufs[3].Ptr())
 	counts := make([]uint32, len(rows))
 	err := errors.Join(UploadAsync(s, bufs[0], host), UploadAsync(s, bufs[1], lengths), UploadAsync(s, bufs[2], thr))
 	if err == nil {
-		err = k.Launch(s, len(rows), params)
+		err = k.Launch(s, len(rows), args)
 	}
 	if err == nil {
 		err = s.Synchronize()
@@ -205,10 +217,7 @@ func must(t testing.TB, err error) {
 
 func TestLaunch(t *testing.T) {
 	d := device(t)
-	k, err := d.Kernel("count_ge", small)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := genKernel(t, d, "count_ge", small)
 	t.Logf("%v", k)
 	s, err := d.NewStream()
 	must(t, err)
@@ -228,104 +237,37 @@ func TestLaunch(t *testing.T) {
 	}
 
 	// Bad launches are errors before they reach the driver.
-	var x uint64
-	p := unsafe.Pointer(&x)
+	buf, err := d.Alloc(64)
+	must(t, err)
+	defer buf.Free()
+	good := func() *ptx.Args {
+		return k.Args().Set("scores", buf.Ptr()).Set("row_stride", 1).Set("lengths", buf.Ptr()).
+			Set("thresholds", buf.Ptr()).Set("counts", buf.Ptr())
+	}
+	other := genKernel(t, d, "block_scan", small)
 	fake := &Stream{dev: &Device{info: Info{Ordinal: 7, Name: "another GPU"}}}
-	for name, err := range map[string]error{
-		"too few parameters": k.Launch(nil, 1, []unsafe.Pointer{p}),
-		"grid 0":             k.Launch(nil, 0, []unsafe.Pointer{p, p, p, p, p}),
-		"nil parameter":      k.Launch(nil, 1, []unsafe.Pointer{p, p, nil, p, p}),
-		"wrong device":       k.Launch(fake, 1, []unsafe.Pointer{p, p, p, p, p}),
+	for _, c := range []struct {
+		name, want string
+		err        error
+	}{
+		{"a parameter not set", "row_stride is not set", k.Launch(nil, 1, k.Args().Set("scores", buf.Ptr()))},
+		{"an unknown parameter", `no parameter "count"`, k.Launch(nil, 1, good().Set("count", buf.Ptr()))},
+		{"a misaligned pointer", "lengths = 0x", k.Launch(nil, 1, good().Set("lengths", buf.Ptr()+2))},
+		{"another kernel's arguments", "arguments are for block_scan", k.Launch(nil, 1, other.Args())},
+		{"no arguments", "no arguments", k.Launch(nil, 1, nil)},
+		{"grid 0", "0 CTAs", k.Launch(nil, 0, good())},
+		{"wrong device", "is on device 7", k.Launch(fake, 1, good())},
 	} {
-		if err == nil {
-			t.Errorf("%s: no error", name)
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error saying %q", c.name, c.err, c.want)
 		} else {
-			t.Logf("%s: %v", name, err)
+			t.Logf("%s: %v", c.name, c.err)
 		}
 	}
-}
-
-func TestKernelCache(t *testing.T) {
-	d := device(t)
-	cfg := small
-	cfg.Bins = 512 // a configuration no other test loads
-	d.mu.Lock()
-	before := d.loads
-	d.mu.Unlock()
-	ks := make([]*Kernel, 16)
-	var wg sync.WaitGroup
-	for i := range ks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := d.Kernel("count_ge", cfg)
-			if err != nil {
-				t.Error(err)
-			}
-			ks[i] = k
-		}()
-	}
-	wg.Wait()
-	for _, k := range ks {
-		if k != ks[0] {
-			t.Fatal("concurrent requests for one kernel gave different kernels")
-		}
-	}
-	d.mu.Lock()
-	loads := d.loads - before
-	d.mu.Unlock()
-	if loads != 1 {
-		t.Errorf("16 concurrent requests JIT-loaded the kernel %d times, want once", loads)
-	}
-	// An explicit older target loads too; a newer one is refused clearly.
-	old := cfg
-	old.Target = d.Info().Target
-	if k, err := d.Kernel("count_ge", old); err != nil || k != ks[0] {
-		t.Errorf("explicit device target: %v, %v; want the cached kernel", k, err)
-	}
-	if _, err := d.Kernel("no_such_kernel", cfg); err == nil || !strings.Contains(err.Error(), "unknown kernel") {
-		t.Errorf("unknown kernel: %v", err)
-	}
-	bad := cfg
-	bad.BlockSize = 100
-	if _, err := d.Kernel("count_ge", bad); err == nil || !strings.Contains(err.Error(), "BlockSize") {
-		t.Errorf("invalid config: %v", err)
-	}
-}
-
-// TestTopKKernels loads the Top-K kernels of the default configuration,
-// checks that the JIT's figures allow the launch the kernel needs, and
-// reports them.
-func TestTopKKernels(t *testing.T) {
-	d := device(t)
-	cfg := gen.DefaultConfig()
-	cfg.Target = d.Info().Target
-	for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
-		k, err := d.Kernel(name, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%v", k)
-		if k.Name != name || k.Block != cfg.BlockSize || k.Config != cfg {
-			t.Errorf("%s: loaded %s, %d threads, config %v; want %d threads, config %v", name, k.Name, k.Block, k.Config, cfg.BlockSize, cfg)
-		}
-		if k.Regs <= 0 || k.MaxThreads < k.Block {
-			t.Errorf("%s: the JIT says %d registers, at most %d threads per CTA: cannot launch %d", name, k.Regs, k.MaxThreads, k.Block)
-		}
-		if k.SharedBytes > d.Info().SharedOptin {
-			t.Errorf("%s: %d B of dynamic shared memory, the device allows %d", name, k.SharedBytes, d.Info().SharedOptin)
-		}
-		if k.SharedBytes <= 48<<10 {
-			t.Logf("%s: %d B of shared memory, under the 48 KB opt-in", name, k.SharedBytes)
-		}
-		if k.LocalBytes > 0 {
-			t.Logf("%s: %d B of local memory per thread (register spills)", name, k.LocalBytes)
-		}
-		for _, l := range strings.Split(k.InfoLog, "\n") {
-			if strings.Contains(l, "Used") || strings.Contains(l, "spill") {
-				t.Logf("  %s", strings.TrimSpace(l))
-			}
-		}
+	// The context is intact: the good launch still runs.
+	got, err = countGE(k, nil, [][]float32{{1, 2}}, 2, []float32{2})
+	if err != nil || got[0] != 1 {
+		t.Errorf("count_ge after the refused launches: %v, %v; want [1]", got, err)
 	}
 }
 
@@ -334,7 +276,7 @@ func TestJITErrorLog(t *testing.T) {
 	k, err := gen.Generate("count_ge", func() gen.Config { c := small; c.Target = d.Info().Target; return c }())
 	must(t, err)
 	text := strings.Replace(k.PTX(), "ret;", "mov.u32 %no_such_register, 1;\n\tret;", 1)
-	_, err = d.LoadPTX("count_ge", text, k.Block, k.SharedBytes, 5)
+	_, err = d.LoadPTX(text, "count_ge", k.Launch.SharedBytes)
 	var je *JITError
 	if !errors.As(err, &je) {
 		t.Fatalf("bad PTX: error %v, want a *JITError", err)
@@ -347,18 +289,36 @@ func TestJITErrorLog(t *testing.T) {
 	if !errors.As(err, &de) || !strings.HasPrefix(de.Name, "CUDA_ERROR_") {
 		t.Errorf("no DriverError with the driver's name in %v", err)
 	}
-	if _, err := d.LoadPTX("not_there", k.PTX(), k.Block, k.SharedBytes, 5); err == nil || !strings.Contains(err.Error(), "entry not found") {
+	if _, err := d.LoadPTX(k.PTX(), "not_there", 0); err == nil || !strings.Contains(err.Error(), `no entry "not_there"`) {
 		t.Errorf("missing entry: %v", err)
 	}
-	if _, err := d.LoadPTX("count_ge", k.PTX(), k.Block, d.Info().SharedOptin+1, 5); err == nil || !strings.Contains(err.Error(), "shared memory") {
+	if _, err := d.LoadPTX(k.PTX(), "count_ge", d.Info().SharedOptin+1); err == nil || !strings.Contains(err.Error(), "shared memory") {
 		t.Errorf("too much shared memory: %v", err)
+	}
+	// A contract that is not the text's is refused before the JIT.
+	l := k.Launch
+	l.Params = append([]ptx.Param(nil), l.Params...)
+	l.Params[0].PtrAlign = 16
+	if _, err := d.Load(k.PTX(), l); err == nil || !strings.Contains(err.Error(), "does not match the PTX") {
+		t.Errorf("a contract with another alignment: %v", err)
+	}
+	l = k.Launch
+	l.Block = 256
+	if _, err := d.Load(k.PTX(), l); err == nil || !strings.Contains(err.Error(), "the PTX fixes 128") {
+		t.Errorf("a contract with another block: %v", err)
+	}
+	// A plain text whose entry fixes its block loads by LoadPTX alone.
+	lk, err := d.LoadPTX(k.PTX(), "count_ge", k.Launch.SharedBytes)
+	must(t, err)
+	if lk.Contract.String() != k.Launch.String() {
+		t.Errorf("LoadPTX contract %v; the generator's %v", lk.Contract, k.Launch)
 	}
 }
 
 func TestGraphAndEvents(t *testing.T) {
 	d := device(t)
-	k, err := d.Kernel("count_ge", small)
-	must(t, err)
+	k := genKernel(t, d, "count_ge", small)
+	var err error
 	s, err := d.NewStream()
 	must(t, err)
 	defer s.Close()
@@ -375,8 +335,8 @@ func TestGraphAndEvents(t *testing.T) {
 	}
 	must(t, Upload(bufs[0], x))
 	must(t, Upload(bufs[1], []int32{n}))
-	vals := [5]uint64{bufs[0].Ptr(), stride, bufs[1].Ptr(), bufs[2].Ptr(), bufs[3].Ptr()}
-	params := []unsafe.Pointer{unsafe.Pointer(&vals[0]), unsafe.Pointer(&vals[1]), unsafe.Pointer(&vals[2]), unsafe.Pointer(&vals[3]), unsafe.Pointer(&vals[4])}
+	params := k.Args().Set("scores", bufs[0].Ptr()).Set("row_stride", stride).Set("lengths", bufs[1].Ptr()).
+		Set("thresholds", bufs[2].Ptr()).Set("counts", bufs[3].Ptr())
 
 	// The graph: set the threshold, count.
 	g, err := s.Capture(func() error {
@@ -441,8 +401,7 @@ func TestGraphAndEvents(t *testing.T) {
 
 func TestConcurrentLaunches(t *testing.T) {
 	d := device(t)
-	k, err := d.Kernel("count_ge", small)
-	must(t, err)
+	k := genKernel(t, d, "count_ge", small)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

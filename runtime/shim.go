@@ -11,9 +11,31 @@ package runtime
 /*
 #cgo LDFLAGS: -lcuda
 #include <cuda.h>
+#include <string.h>
 
 static CUresult gvrSetMaxDynamicShared(CUfunction f, int bytes) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
+// How many clusters of f (its compile-time cluster shape, .reqnctapercluster)
+// of block threads and smem bytes of dynamic shared memory per CTA can be
+// resident at once: 0 when the device can never schedule one.
+static CUresult gvrMaxActiveClusters(CUfunction f, unsigned cluster, unsigned block, unsigned smem, int *n) {
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = cluster;
+	cfg.gridDimY = 1;
+	cfg.gridDimZ = 1;
+	cfg.blockDimX = block;
+	cfg.blockDimY = 1;
+	cfg.blockDimZ = 1;
+	cfg.sharedMemBytes = smem;
+	return cuOccupancyMaxActiveClusters(n, f, &cfg);
+}
+
+// Clusters above 8 CTAs launch only once the function allows them.
+static CUresult gvrAllowNonPortableCluster(CUfunction f) {
+	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
 }
 
 // Thread-local mode: on this thread, calls that are unsafe during capture
@@ -126,6 +148,18 @@ func setMaxDynamicShared(fn cu.Function, bytes int) error {
 // eventQuery is cuEventQuery, allowed while the thread captures a graph.
 func eventQuery(e cu.Event) error {
 	return check("cuEventQuery", C.gvrEventQueryRelaxed(cevent(e)))
+}
+
+func allowNonPortableCluster(fn cu.Function) error {
+	return check("cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", C.gvrAllowNonPortableCluster(cfunction(fn)))
+}
+
+// maxActiveClusters asks the driver how many clusters of fn, cluster CTAs
+// of block threads and smem bytes each, fit on the device at once.
+func maxActiveClusters(fn cu.Function, cluster, block, smem int) (int, error) {
+	var n C.int
+	err := check("cuOccupancyMaxActiveClusters", C.gvrMaxActiveClusters(cfunction(fn), C.uint(cluster), C.uint(block), C.uint(smem), &n))
+	return int(n), err
 }
 
 func beginCapture(s cu.Stream) error {

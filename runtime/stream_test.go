@@ -3,8 +3,10 @@
 package runtime
 
 import (
+	"strings"
 	"testing"
-	"unsafe"
+
+	"github.com/gvr-go/gvr/ptx"
 )
 
 // TestStreamOrdering: Stream.Wait orders one stream's work after an event
@@ -12,8 +14,7 @@ import (
 // Stream.Close waits for the stream's work.
 func TestStreamOrdering(t *testing.T) {
 	d := device(t)
-	k, err := d.Kernel("count_ge", small)
-	must(t, err)
+	k := genKernel(t, d, "count_ge", small)
 	// One CTA over a 16M-float row takes milliseconds: long enough for the
 	// host to see it running.
 	const n = 1 << 24
@@ -31,11 +32,8 @@ func TestStreamOrdering(t *testing.T) {
 	defer out.Free()
 	must(t, Upload(lens, []int32{n}))
 	must(t, Upload(thr, []float32{-1})) // every zero counts: out = n
-	vals := [5]uint64{scores.Ptr(), n, lens.Ptr(), thr.Ptr(), out.Ptr()}
-	params := make([]unsafe.Pointer, len(vals))
-	for i := range vals {
-		params[i] = unsafe.Pointer(&vals[i])
-	}
+	params := k.Args().Set("scores", scores.Ptr()).Set("row_stride", n).Set("lengths", lens.Ptr()).
+		Set("thresholds", thr.Ptr()).Set("counts", out.Ptr())
 
 	a, err := d.NewStream()
 	must(t, err)
@@ -104,5 +102,79 @@ func TestStreamOrdering(t *testing.T) {
 	}
 	if (*Stream)(nil).Closed() {
 		t.Error("the default stream reports Closed")
+	}
+}
+
+// clusterKernel is a kernel of clusters of c CTAs of 64 threads with
+// sharedBytes of dynamic shared memory each: thread 0 of each CTA writes
+// its rank in the cluster and the cluster's size to out[2*ctaid].
+func clusterKernel(t *testing.T, c, sharedBytes int) (string, ptx.Launch) {
+	t.Helper()
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("cluster_ranks")
+	e.ReqNTID = ptx.Dim3{64}
+	e.ReqNCTAPerCluster = ptx.Dim3{c}
+	outP := e.Param("out", ptx.U64)
+	outP.PtrAlign = 4
+	p := e.Reg(ptx.U64)
+	e.CvtaToGlobal(p, e.LdParam(outP))
+	tid, cta, rank, size := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+	e.Mov(tid, ptx.TidX)
+	e.Mov(cta, ptx.CtaIDX)
+	e.Mov(rank, ptx.ClusterCtaRank)
+	e.Mov(size, ptx.ClusterNCtaRank)
+	first := e.Pred()
+	e.Setp(first, ptx.EQ, tid, ptx.Imm(0))
+	e.If(first, func() {
+		a := e.Reg(ptx.U64)
+		e.MulWide(a, cta, ptx.Imm(8))
+		e.Add(a, a, p)
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(a, 0), rank)
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(a, 4), size)
+	})
+	e.Ret()
+	must(t, m.Build())
+	l, err := ptx.LaunchOf(m, "cluster_ranks", sharedBytes)
+	must(t, err)
+	return ptx.Text(m), l
+}
+
+// TestClusterLaunch: a kernel declaring .reqnctapercluster C launches
+// through the plain launch for C = 2 to 16 (16 after the non-portable
+// opt-in at load), each CTA in a cluster of C with its own rank; the
+// occupancy is asked at load; a grid that is not whole clusters is refused.
+func TestClusterLaunch(t *testing.T) {
+	d := device(t)
+	if d.Info().Major < 9 {
+		t.Skipf("%v has no clusters", d)
+	}
+	const clusters = 6
+	out, err := d.Alloc(8 * 16 * clusters)
+	must(t, err)
+	defer out.Free()
+	for _, c := range []int{2, 4, 8, 16} {
+		text, l := clusterKernel(t, c, 100<<10) // 100 KB: one CTA of a cluster per SM
+		k, err := d.Load(text, l)
+		if err != nil {
+			t.Fatalf("cluster of %d: %v", c, err)
+		}
+		if k.MaxActiveClusters < 1 || l.NonPortableCluster != (c > 8) {
+			t.Errorf("cluster of %d: MaxActiveClusters %d, NonPortableCluster %v", c, k.MaxActiveClusters, l.NonPortableCluster)
+		}
+		t.Logf("clusters of %d CTAs with 100 KB each: %d resident at once", c, k.MaxActiveClusters)
+		must(t, out.Memset32(nil, 0xFFFFFFFF))
+		args := k.Args().Set("out", out.Ptr())
+		must(t, k.Launch(nil, clusters*c, args))
+		must(t, d.Synchronize())
+		got := make([]uint32, 2*clusters*c)
+		must(t, Download(got, out))
+		for cta := range clusters * c {
+			if rank, size := got[2*cta], got[2*cta+1]; rank != uint32(cta%c) || size != uint32(c) {
+				t.Errorf("cluster of %d: CTA %d has rank %d in a cluster of %d; want %d of %d", c, cta, rank, size, cta%c, c)
+			}
+		}
+		if err := k.Launch(nil, clusters*c+1, args); err == nil || !strings.Contains(err.Error(), "not a whole number of clusters") {
+			t.Errorf("cluster of %d, a grid of %d CTAs: %v", c, clusters*c+1, err)
+		}
 	}
 }

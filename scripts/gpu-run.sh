@@ -7,7 +7,7 @@
 #   sanitize compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
 #            gpubin/topk.test's SANITIZE_TESTS (small sizes); any reported error fails
 #   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx, the embedded
-#            runtime/kernels/*.ptx and golden/*.ptx; all must assemble, every sm_100 one included
+#            golden/*.ptx; all must assemble, every sm_100 one included
 #   bench    gpubin/gvrbench               (the benchmark table)
 # Each step's full output goes to $OUT (or gpubin/out when OUT is unset);
 # stdout gets a short summary per step, failures in full. Every step runs
@@ -121,8 +121,8 @@ for step in $STEPS; do
     log=$OUT/ptxas.log
     "$PTXAS" --version | tail -n 2 >"$log"
     nok=0 nbad=0 n100=0
-    n100want=$(ls gpubin/*_sm_100.ptx runtime/kernels/*_sm_100.ptx golden/*_sm_100.ptx 2>/dev/null | wc -l)
-    for f in gpubin/*.ptx runtime/kernels/*.ptx golden/*.ptx; do
+    n100want=$(ls gpubin/*_sm_100.ptx golden/*_sm_100.ptx 2>/dev/null | wc -l)
+    for f in gpubin/*.ptx golden/*.ptx; do
       [[ $f =~ _(sm_[0-9]+[a-z]?)\.ptx$ ]] || continue
       arch=${BASH_REMATCH[1]}
       if out=$("$PTXAS" -arch="$arch" -v -o /dev/null "$f" 2>&1); then

@@ -174,7 +174,7 @@ func fuzzOneGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, gpuFault *bool
 // first (fuzzcase.PoisonIdx, PoisonVal) as in the interpreter. The error is
 // the launch's or the synchronisation's: a kernel fault.
 func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) (fuzzcase.Output, error) {
-	kern, err := d.Kernel(c.Kernel, c.Config)
+	kern, err := Kernel(d, c.Kernel, c.Config)
 	must(t, err)
 	n := b.Rows() * b.K
 	scores, lengths := alloc(t, d, 4*len(b.Scores)), alloc(t, d, 4*len(b.Lengths))
@@ -184,8 +184,8 @@ func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) 
 	must(t, runtime.Upload(pred, b.Pred))
 	must(t, idx.Memset32(nil, fuzzcase.PoisonIdx))
 	must(t, vals.Memset32(nil, fuzzcase.PoisonVal))
-	args := b.Args(c.Kernel, scores.Ptr(), lengths.Ptr(), pred.Ptr(), idx.Ptr(), vals.Ptr())
-	if err := kern.Launch(nil, b.Rows(), params(args...)); err != nil {
+	args := b.Set(kern.Args(), scores.Ptr(), lengths.Ptr(), pred.Ptr(), idx.Ptr(), vals.Ptr())
+	if err := kern.Launch(nil, b.Rows()*kern.Contract.Cluster, args); err != nil {
 		return fuzzcase.Output{}, err
 	}
 	if err := d.Synchronize(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/runtime"
 )
 
@@ -93,15 +94,6 @@ func checkRow(x []float32, want, idx []int32, vals []float32, sorted bool) error
 		}
 	}
 	return nil
-}
-
-// params makes a launch's parameter pointers.
-func params(vals ...uint64) []unsafe.Pointer {
-	p := make([]unsafe.Pointer, len(vals))
-	for i := range vals {
-		p[i] = unsafe.Pointer(&vals[i])
-	}
-	return p
 }
 
 // A generator makes a row of n values.
@@ -383,7 +375,7 @@ func TestAdversarial(t *testing.T) {
 			var ks [3]*runtime.Kernel
 			for i, name := range []string{"topk_radix", "topk_fallback", "gvr_topk"} {
 				var err error
-				if ks[i], err = d.Kernel(name, cfg); err != nil {
+				if ks[i], err = Kernel(d, name, cfg); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -440,14 +432,22 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 	idx, vals := make([]int32, rows*k), make([]float32, rows*k)
 
 	failures := 0
-	run := func(what string, kern *runtime.Kernel, withVals bool, args ...uint64) {
+	// run launches kern with the rows, outVals as out_vals (0: no values)
+	// and set for the kernel's own parameters, and checks every row.
+	run := func(what string, kern *runtime.Kernel, outVals uint64, set func(*ptx.Args)) {
+		withVals := outVals != 0
 		if failures >= 5 {
 			return
 		}
 		// Poison the outputs, so a slot the kernel does not write shows.
 		must(t, idxBuf.Memset32(nil, 0x7EEEEEEE))
 		must(t, valBuf.Memset32(nil, 0x7FBADBAD))
-		must(t, kern.Launch(nil, rows, params(args...)))
+		args := kern.Args().Set("scores", rowsBuf.Ptr()).Set("row_stride", uint64(sh.stride)).
+			Set("lengths", lenBuf.Ptr()).Set("out_idx", idxBuf.Ptr()).Set("out_vals", outVals)
+		if set != nil {
+			set(args)
+		}
+		must(t, kern.Launch(nil, rows, args))
 		must(t, d.Synchronize())
 		must(t, runtime.Download(idx, idxBuf))
 		v := vals
@@ -471,10 +471,8 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		}
 	}
 
-	base := []uint64{rowsBuf.Ptr(), uint64(sh.stride), lenBuf.Ptr()}
-	out := []uint64{idxBuf.Ptr(), valBuf.Ptr()}
-	run("topk_radix", ks[0], true, slices.Concat(base, out)...)
-	run("topk_fallback", ks[1], true, slices.Concat(base, out)...)
+	run("topk_radix", ks[0], valBuf.Ptr(), nil)
+	run("topk_fallback", ks[1], valBuf.Ptr(), nil)
 	modes := predModes
 	if g.name == "synthetic" {
 		modes = append(slices.Clone(modes), predMode{"static-prior", func(p, want []int32, n, k int, rng *rand.Rand) int {
@@ -497,8 +495,9 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		if m.name == "random" {
 			vals = 0 // no value writes
 		}
-		run("gvr_topk/"+m.name, ks[2], vals != 0, slices.Concat(base,
-			[]uint64{predBuf.Ptr(), uint64(predStride), uint64(count), idxBuf.Ptr(), vals})...)
+		run("gvr_topk/"+m.name, ks[2], vals, func(a *ptx.Args) {
+			a.Set("pred", predBuf.Ptr()).Set("pred_stride", uint64(predStride)).Set("pred_count", uint64(count))
+		})
 	}
 	return rows
 }
@@ -535,23 +534,19 @@ func TestDeterminism(t *testing.T) {
 	predBuf := alloc(t, d, 4*len(pred))
 	must(t, runtime.Upload(predBuf, pred))
 	idxBuf, valBuf := alloc(t, d, 4*rows*k), alloc(t, d, 4*rows*k)
-	base := []uint64{scores.Ptr(), n, lenBuf.Ptr()}
-	out := []uint64{idxBuf.Ptr(), valBuf.Ptr()}
-	for _, c := range []struct {
-		name string
-		args []uint64
-	}{
-		{"topk_radix", slices.Concat(base, out)},
-		{"topk_fallback", slices.Concat(base, out)},
-		{"gvr_topk", slices.Concat(base, []uint64{predBuf.Ptr(), uint64(k), uint64(k)}, out)},
-	} {
-		kern, err := d.Kernel(c.name, cfg)
+	for _, name := range []string{"topk_radix", "topk_fallback", "gvr_topk"} {
+		kern, err := Kernel(d, name, cfg)
 		must(t, err)
+		args := kern.Args().Set("scores", scores.Ptr()).Set("row_stride", n).Set("lengths", lenBuf.Ptr()).
+			Set("out_idx", idxBuf.Ptr()).Set("out_vals", valBuf.Ptr())
+		if name == "gvr_topk" {
+			args.Set("pred", predBuf.Ptr()).Set("pred_stride", uint64(k)).Set("pred_count", uint64(k))
+		}
 		var first []byte
 		for run := range runs {
 			must(t, idxBuf.Memset32(nil, 0))
 			must(t, valBuf.Memset32(nil, 0))
-			must(t, kern.Launch(nil, rows, params(c.args...)))
+			must(t, kern.Launch(nil, rows, args))
 			got := make([]byte, 8*rows*k)
 			must(t, runtime.Download(got[:4*rows*k], idxBuf))
 			must(t, runtime.Download(got[4*rows*k:], valBuf))
@@ -561,14 +556,14 @@ func TestDeterminism(t *testing.T) {
 				for r := range rows {
 					want, _ := Reference(host[r*n:r*n+int(lengths[r])], k, false)
 					if err := Compare(idx[r*k:(r+1)*k], want, false); err != nil {
-						t.Fatalf("%s: row %d: %v", c.name, r, err)
+						t.Fatalf("%s: row %d: %v", name, r, err)
 					}
 				}
 			} else if !slices.Equal(got, first) {
-				t.Fatalf("%s: run %d differs from run 0", c.name, run)
+				t.Fatalf("%s: run %d differs from run 0", name, run)
 			}
 		}
-		t.Logf("%s: %d runs bit-identical", c.name, runs)
+		t.Logf("%s: %d runs bit-identical", name, runs)
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unsafe"
 
+	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/runtime"
 )
 
@@ -34,16 +34,13 @@ type Selector struct {
 	mu     sync.Mutex
 	cfg    Config // with defaults
 	dev    *runtime.Device
-	gvr    *runtime.Kernel
-	fb     *runtime.Kernel
 	layers []layer
 	closed bool
 
-	// Launch parameters, prepared once: the values, and pointers to them.
-	gvrVals [9]uint64
-	gvrArgs []unsafe.Pointer
-	fbVals  [6]uint64
-	fbArgs  []unsafe.Pointer
+	// The kernels (choose picks one per step) and their arguments, made
+	// once and set by name before each launch.
+	gvr, fb         *runtime.Kernel
+	gvrArgs, fbArgs *ptx.Args
 
 	host *runtime.Buffer // SelectHost's scores, grown as needed
 }
@@ -64,9 +61,8 @@ type layer struct {
 	done   *runtime.Event
 }
 
-// NewSelector loads the kernels for cfg (runtime.Device.Kernel: the PTX
-// embedded in package runtime for a standard configuration, else generated
-// for the device's target; JIT-compiled on first use in the process) and
+// NewSelector loads the kernels for cfg (Kernel: generated for the
+// device's target and JIT-compiled on first use in the process) and
 // allocates the per-layer buffers.
 func NewSelector(cfg Config) (*Selector, error) {
 	cfg = cfg.withDefaults()
@@ -84,27 +80,18 @@ func NewSelector(cfg Config) (*Selector, error) {
 	kcfg := cfg.kernelConfig(t)
 	s := &Selector{cfg: cfg, dev: dev}
 	var err error
-	if s.gvr, err = dev.Kernel("gvr_topk", kcfg); err != nil {
+	if s.gvr, err = Kernel(dev, kernelGVR, kcfg); err != nil {
 		return nil, fmt.Errorf("topk: NewSelector: %w", err)
 	}
-	if s.fb, err = dev.Kernel("topk_fallback", kcfg); err != nil {
+	if s.fb, err = Kernel(dev, kernelFallback, kcfg); err != nil {
 		return nil, fmt.Errorf("topk: NewSelector: %w", err)
 	}
 	if err := s.allocate(); err != nil {
 		s.free()
 		return nil, fmt.Errorf("topk: NewSelector (%d layers of %d rows, K = %d): %w", cfg.Layers, cfg.MaxRows, cfg.K, err)
 	}
-	s.gvrArgs = pointers(s.gvrVals[:s.gvr.NumParams])
-	s.fbArgs = pointers(s.fbVals[:s.fb.NumParams])
+	s.gvrArgs, s.fbArgs = s.gvr.Args(), s.fb.Args()
 	return s, nil
-}
-
-func pointers(vals []uint64) []unsafe.Pointer {
-	p := make([]unsafe.Pointer, len(vals))
-	for i := range vals {
-		p[i] = unsafe.Pointer(&vals[i])
-	}
-	return p
 }
 
 func (s *Selector) allocate() error {
@@ -214,24 +201,23 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if b.Rows == 0 {
 		return res, nil
 	}
-	var vals, stats uint64
+	var vals uint64 // null: the kernel writes no values
 	if l.vals != nil {
 		vals = l.vals.Ptr()
 	}
-	if l.stats != nil {
-		stats = l.stats.Ptr()
-	}
 	k, args := s.fb, s.fbArgs
-	if l.primed {
+	if choose(step{rows: b.Rows, stride: b.Stride, predicted: l.primed}) == kernelGVR {
 		// In place: gvr_topk reads row r's prediction before it writes any
 		// of row r's output, and each CTA touches only its own row.
 		k, args = s.gvr, s.gvrArgs
-		s.gvrVals = [9]uint64{b.Scores.Ptr(), uint64(b.Stride), lengths.Ptr(),
-			l.idx.Ptr(), uint64(s.cfg.K), uint64(s.cfg.K), l.idx.Ptr(), vals, stats}
-	} else {
-		s.fbVals = [6]uint64{b.Scores.Ptr(), uint64(b.Stride), lengths.Ptr(), l.idx.Ptr(), vals, stats}
+		args.Set("pred", l.idx.Ptr()).Set("pred_stride", uint64(s.cfg.K)).Set("pred_count", uint64(s.cfg.K))
 	}
-	if err := k.Launch(st, b.Rows, args); err != nil {
+	args.Set("scores", b.Scores.Ptr()).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths.Ptr()).
+		Set("out_idx", l.idx.Ptr()).Set("out_vals", vals)
+	if l.stats != nil {
+		args.Set("stats", l.stats.Ptr())
+	}
+	if err := k.Launch(st, b.Rows*k.Contract.Cluster, args); err != nil {
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
 	l.primed = true

@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/runtime"
 	"github.com/gvr-go/gvr/topk"
 )
@@ -181,6 +181,10 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer b.flush.Free()
+	if b.rep.FirstUse, err = firstUse(dev, o.k); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "first use: %s\n", b.rep.FirstUse)
 	if err := b.load(); err != nil {
 		return nil, err
 	}
@@ -218,6 +222,29 @@ func bench(o options, progress io.Writer) (*Report, error) {
 	return b.rep, nil
 }
 
+// firstUse times what a program's first Top-K costs: NewSelector, which
+// generates and JIT-loads the two kernels (before any other kernel of
+// this configuration is loaded in the process), then a first Select of
+// one row, to the GPU's end.
+func firstUse(dev *runtime.Device, k int) (string, error) {
+	t0 := time.Now()
+	sel, err := topk.NewSelector(topk.Config{K: k, MaxRows: 1, Device: dev})
+	if err != nil {
+		return "", err
+	}
+	defer sel.Close()
+	made := time.Since(t0)
+	t1 := time.Now()
+	if _, _, err := sel.SelectHost(0, make([]float32, 4*k), 4*k, nil); err != nil {
+		return "", err
+	}
+	first := time.Since(t1)
+	gvr, fb := sel.Kernels()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return fmt.Sprintf("NewSelector %.1f ms (JIT of gvr_topk %.1f ms and of topk_fallback %.1f ms, the rest generation and checks), "+
+		"then the first SelectHost %.2f ms", ms(made), ms(gvr.JITTime), ms(fb.JITTime), ms(first)), nil
+}
+
 // load JIT-loads the kernels (and their instrumented variants).
 func (b *bencher) load() error {
 	cfg := gen.DefaultConfig()
@@ -232,7 +259,7 @@ func (b *bencher) load() error {
 			}
 			c := cfg
 			c.Instrument = instr
-			kern, err := b.dev.Kernel(names[k], c)
+			kern, err := topk.Kernel(b.dev, names[k], c)
 			if err != nil {
 				return err
 			}
@@ -329,41 +356,33 @@ func (b *bencher) data(n int) (*dataset, error) {
 	return d, nil
 }
 
-// args are a kernel's launch parameters for dataset d.
-func (b *bencher) args(name string, d *dataset, stats bool) []unsafe.Pointer {
-	var vals, st uint64
+// args are kernel k's arguments for the benchmark's kernel name on
+// dataset d, with the instrumentation record when stats is set.
+func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *ptx.Args {
+	var vals uint64 // null: no values
 	if d.vals != nil {
 		vals = d.vals.Ptr()
 	}
-	if stats {
-		st = d.stats.Ptr()
-	}
-	k := uint64(b.o.k)
-	base := []uint64{d.scores.Ptr(), uint64(d.n), d.lengths.Ptr()}
-	var v []uint64
+	a := k.Args().Set("scores", d.scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr()).
+		Set("out_idx", d.out[name].Ptr()).Set("out_vals", vals)
+	K := uint64(b.o.k)
 	switch name {
 	case "gvr":
-		v = append(base, d.prior.Ptr(), k, k, d.out[name].Ptr(), vals)
-	case "feedback":
-		v = append(base, d.out[name].Ptr(), k, k, d.out[name].Ptr(), vals)
-	default:
-		v = append(base, d.out[name].Ptr(), vals)
+		a.Set("pred", d.prior.Ptr()).Set("pred_stride", K).Set("pred_count", K)
+	case "feedback": // its own previous output
+		a.Set("pred", d.out[name].Ptr()).Set("pred_stride", K).Set("pred_count", K)
 	}
 	if stats {
-		v = append(v, st)
+		a.Set("stats", d.stats.Ptr())
 	}
-	p := make([]unsafe.Pointer, len(v))
-	for i := range v {
-		p[i] = unsafe.Pointer(&v[i])
-	}
-	return p
+	return a
 }
 
 // measure times every kernel on the first batch rows of d, cold and warm,
 // checks the outputs, and takes the phase breakdown.
 func (b *bencher) measure(d *dataset, batch int) error {
 	for _, name := range b.o.kernels {
-		args := b.args(name, d, false)
+		args := b.args(name, b.kern[name], d, false)
 		for _, cold := range []bool{true, false} {
 			if (cold && !b.o.cold) || (!cold && !b.o.hot) {
 				continue
@@ -394,7 +413,7 @@ func (b *bencher) measure(d *dataset, batch int) error {
 
 // time launches k warmup+iters times and returns the timed launches'
 // durations.
-func (b *bencher) time(k *runtime.Kernel, rows int, args []unsafe.Pointer, cold bool) ([]time.Duration, error) {
+func (b *bencher) time(k *runtime.Kernel, rows int, args *ptx.Args, cold bool) ([]time.Duration, error) {
 	var samples []time.Duration
 	for i := range b.o.warm + b.o.iters {
 		el, err := b.once(k, rows, args, cold, uint32(i))
@@ -410,13 +429,13 @@ func (b *bencher) time(k *runtime.Kernel, rows int, args []unsafe.Pointer, cold 
 
 // once launches k between two events, after flushing L2 if cold (by
 // writing fill to the flush buffer), and returns the time between them.
-func (b *bencher) once(k *runtime.Kernel, rows int, args []unsafe.Pointer, cold bool, fill uint32) (time.Duration, error) {
+func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, fill uint32) (time.Duration, error) {
 	if cold {
 		if err := b.flush.Memset32(b.st, fill); err != nil {
 			return 0, err
 		}
 	}
-	err := errors.Join(b.start.Record(b.st), k.Launch(b.st, rows, args), b.end.Record(b.st))
+	err := errors.Join(b.start.Record(b.st), k.Launch(b.st, rows*k.Contract.Cluster, args), b.end.Record(b.st))
 	if err == nil {
 		err = b.end.Synchronize()
 	}
@@ -447,7 +466,7 @@ const phaseLaunches = 5
 
 // phases runs the instrumented kernel cold and averages its records.
 func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) error {
-	args := b.args(name, d, true)
+	args := b.args(name, k, d, true)
 	p := Phases{Batch: batch, N: d.n, Kernel: name}
 	var count float64
 	for i := range phaseLaunches {

@@ -25,6 +25,7 @@ type Report struct {
 	Workload string    `json:"workload"`
 	Kernels  []string  `json:"kernels"`
 	Loaded   []string  `json:"loaded_kernels"` // what the JIT made of each
+	FirstUse string    `json:"first_use"`      // what a program's first NewSelector and Select took
 	Timings  []Timing  `json:"timings"`
 	Phases   []Phases  `json:"phases,omitempty"`
 	// Mismatches lists outputs that differed from the CPU reference; a
@@ -128,6 +129,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "command: %s\n", r.Command)
 	for _, l := range r.Loaded {
 		fmt.Fprintf(w, "kernel %s\n", l)
+	}
+	if r.FirstUse != "" {
+		fmt.Fprintf(w, "first use: %s\n", r.FirstUse)
 	}
 	fmt.Fprintln(w)
 

@@ -1,7 +1,6 @@
 // Command ptxgen prints the PTX that gvr generates for a kernel and a
 // configuration, so a person can read it, diff it or feed it to ptxas; it
-// summarises a kernel, diffs two configurations, and writes the kernels
-// that package runtime embeds (go generate).
+// summarises a kernel and diffs two configurations.
 //
 // Usage:
 //
@@ -26,7 +25,6 @@
 //	-diff CHANGES         print a unified diff against a second kernel
 //	-o FILE               write to FILE instead of standard output
 //	-list                 list the kernels and the targets, then exit
-//	-standard DIR         write runtime's embedded kernels into DIR
 //
 // -summary prints the kernel's name, configuration, target and PTX ISA
 // version, threads per CTA, shared memory, and per entry its parameters
@@ -41,16 +39,6 @@
 // "k=1024,max-candidates=3072", "instrument", "kernel=topk_fallback"), and
 // prints a unified diff of the two PTX texts, or with -summary of the two
 // summaries; nothing when they are the same.
-//
-// -standard DIR writes the standard kernels, gvr_topk and topk_fallback for
-// K = 512, 1024, 2048 (MaxCandidates 3K, otherwise gen.DefaultConfig) on
-// sm_80, sm_90 and sm_100: DIR/kernels/<kernel>_k<K>_<target>.ptx, the
-// table that embeds them (DIR/zkernels.go) and a typed launcher per kernel
-// whose parameters are the kernel's .param list (DIR/zlaunch.go), both Go
-// files written with github.com/dave/jennifer. It removes .ptx files in
-// DIR/kernels that are no longer standard. runtime/generate.go runs it:
-//
-//	//go:generate go run github.com/gvr-go/gvr/cmd/ptxgen -standard .
 //
 // Examples:
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -114,7 +115,7 @@ func label(k *gen.Kernel) string { return fmt.Sprintf("%s (%v)", k.Name, k.Confi
 
 // run is the whole command: it parses args, writes PTX, a summary, a diff
 // (or the usage or the list) to stdout or the -o file, and one-line errors
-// to stderr, and returns the exit status. -standard writes files instead.
+// to stderr, and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	fail := func(status int, err error) int {
 		fmt.Fprintf(stderr, "ptxgen: %s\n", oneLine(err))
@@ -127,11 +128,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard) // errors are reported by run, on one line
 	sp.register(fs)
 	out := fs.String("o", "", "write the output to `file` instead of standard output")
+	goOut := fs.String("go", "", "with -o: also write `file`.go, a Go file that embeds the -o PTX file and declares its launch contract")
+	goPkg := fs.String("package", "", "with -go: the Go package (default: the -go file's directory name)")
+	goName := fs.String("name", "", "with -go: the contract's Go name (default: the kernel's, in CamelCase: GvrTopk); the text is NAME+PTX")
 	list := fs.Bool("list", false, "list the kernels and the targets, then exit")
 	summary := fs.Bool("summary", false, "print a summary instead of the PTX: params, shared memory, registers, instructions per phase")
 	diff := fs.String("diff", "", "compare with a second kernel: these flags changed by `changes`, comma-separated, without dashes "+
 		"(arch=sm_100; k=1024,max-candidates=3072; instrument); prints a unified diff of the PTX, or of the summaries with -summary")
-	standard := fs.String("standard", "", "write the standard kernels' PTX and Go table and typed launchers into package `dir` (runtime; go generate runs this)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -149,20 +152,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *standard != "" {
-		if len(set) > 1 {
-			return fail(exitUsage, errors.New("-standard takes no other flag: the standard configurations are fixed"))
-		}
-		files, err := standardFiles()
-		if err != nil {
-			return fail(exitUsage, err)
-		}
-		if err := writeStandard(*standard, files); err != nil {
-			return fail(exitIO, err)
-		}
-		return exitOK
-	}
-
 	kern, err := sp.generate()
 	if err != nil {
 		return fail(exitUsage, err)
@@ -189,6 +178,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		text = unifiedDiff(label(kern), label(kern2), text, show(kern2))
 	}
 
+	if *goOut != "" {
+		if *out == "" || *summary || set["diff"] {
+			return fail(exitUsage, errors.New("-go writes the Go file of the -o PTX file: give -o, and neither -summary nor -diff"))
+		}
+		if filepath.Dir(*goOut) != filepath.Dir(*out) {
+			return fail(exitUsage, fmt.Errorf("-go %s and -o %s must be in one directory (the Go file embeds the PTX file)", *goOut, *out))
+		}
+		pkg, name := *goPkg, *goName
+		if pkg == "" {
+			abs, err := filepath.Abs(*goOut)
+			if err != nil {
+				return fail(exitIO, err)
+			}
+			pkg = filepath.Base(filepath.Dir(abs))
+		}
+		if name == "" {
+			name = defaultGoName(kern.Name)
+		}
+		src, err := goFile(kern, pkg, name, filepath.Base(*out), args)
+		if err != nil {
+			return fail(exitUsage, err)
+		}
+		if err := os.WriteFile(*goOut, src, 0o644); err != nil {
+			return fail(exitIO, err)
+		}
+	}
 	if *out == "" {
 		if _, err := io.WriteString(stdout, text); err != nil {
 			return fail(exitIO, err)
@@ -244,7 +259,8 @@ Examples:
                                      what changes from sm_90 to sm_100 (a unified diff)
   ptxgen -summary -diff k=1024,max-candidates=3072
                                      how the summary changes with K
-  ptxgen -standard runtime           write runtime's embedded kernels and launchers (go generate)
+  ptxgen -arch sm_90 -k 512 -o topk.ptx -go topk.go -name TopK
+                                     the PTX, and a Go file embedding it with its launch contract
 
 Flags:
 `, fallbackKernel)

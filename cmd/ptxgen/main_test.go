@@ -134,7 +134,7 @@ func TestHelp(t *testing.T) {
 		if status != 0 || errs != "" {
 			t.Errorf("%s: status %d, stderr %q", arg, status, errs)
 		}
-		for _, s := range []string{"Usage:", "Examples:", "-kernel", "-max-candidates", "-arch", "-list", "-o file", "-summary", "-diff changes", "-standard dir"} {
+		for _, s := range []string{"Usage:", "Examples:", "-kernel", "-max-candidates", "-arch", "-list", "-o file", "-summary", "-diff changes"} {
 			if !strings.Contains(out, s) {
 				t.Errorf("%s: usage lacks %q", arg, s)
 			}

@@ -1,18 +1,16 @@
 //go:build cuda
 
-package runtime_test
+package topk
 
 import (
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx/emu"
-	rt "github.com/gvr-go/gvr/runtime"
-	"github.com/gvr-go/gvr/topk"
+	"github.com/gvr-go/gvr/runtime"
 )
 
 // The interpreter and the GPU run the same PTX text on the same inputs and
@@ -21,18 +19,20 @@ import (
 // kernels, whose output order follows the Phase 2 threshold, which an
 // approximate instruction (lg2.approx) may place differently on the GPU.
 
-// args are a launch's parameters: buffers with their contents, or integers.
+// arg is a launch argument by name: a buffer with its contents, or an
+// integer.
 type arg struct {
+	name string
 	u32s []uint32 // a buffer (nil: an integer)
 	v    uint64   // the integer
 }
 
-// runBoth launches kernel k on the device and in the interpreter with the
-// same arguments and returns, for each buffer argument, its contents after
-// each run.
-func runBoth(t *testing.T, d *rt.Device, gk *gen.Kernel, grid int, args []arg) (gpu, cpu [][]uint32) {
+// runBoth launches kernel gk on the device and in the interpreter with the
+// same arguments and returns, for each buffer argument by name, its
+// contents after each run.
+func runBoth(t *testing.T, d *runtime.Device, gk *gen.Kernel, grid int, args []arg) (gpu, cpu map[string][]uint32) {
 	t.Helper()
-	k, err := d.Kernel(gk.Name, gk.Config)
+	k, err := Kernel(d, gk.Name, gk.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,15 +41,13 @@ func runBoth(t *testing.T, d *rt.Device, gk *gen.Kernel, grid int, args []arg) (
 		t.Fatal(err)
 	}
 	mem := emu.NewMemory()
-	vals := make([]uint64, len(args))
-	ptrs := make([]unsafe.Pointer, len(args))
-	var bufs []*rt.Buffer
-	var emuAddr []uint64
-	for i, a := range args {
+	onGPU, inEmu := k.Args(), gk.Launch.Args()
+	bufs := map[string]*runtime.Buffer{}
+	emuAddr := map[string]uint64{}
+	for _, a := range args {
 		if a.u32s == nil {
-			vals[i] = a.v
-			emuAddr = append(emuAddr, 0)
-			bufs = append(bufs, nil)
+			onGPU.Set(a.name, a.v)
+			inEmu.Set(a.name, a.v)
 			continue
 		}
 		b, err := d.Alloc(4 * max(1, len(a.u32s)))
@@ -57,51 +55,41 @@ func runBoth(t *testing.T, d *rt.Device, gk *gen.Kernel, grid int, args []arg) (
 			t.Fatal(err)
 		}
 		defer b.Free()
-		if err := rt.Upload(b, a.u32s); err != nil {
+		if err := runtime.Upload(b, a.u32s); err != nil {
 			t.Fatal(err)
 		}
-		vals[i] = b.Ptr()
-		bufs = append(bufs, b)
-		emuAddr = append(emuAddr, mem.AllocU32s(a.u32s))
+		bufs[a.name], emuAddr[a.name] = b, mem.AllocU32s(a.u32s)
+		onGPU.Set(a.name, b.Ptr())
+		inEmu.Set(a.name, emuAddr[a.name])
 	}
-	for i := range vals {
-		ptrs[i] = unsafe.Pointer(&vals[i])
-	}
-	if err := k.Launch(nil, grid, ptrs); err != nil {
+	if err := k.Launch(nil, grid, onGPU); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	params := slices.Clone(vals)
-	for i, a := range emuAddr {
-		if a != 0 {
-			params[i] = a
-		}
-	}
-	if _, err := prog.Run(gk.Name, mem, emu.Launch{Grid: [3]int{grid}, Block: [3]int{gk.Block},
-		DynamicShared: gk.SharedBytes, Params: params}); err != nil {
+	if _, err := prog.Run(mem, emu.Launch{Grid: [3]int{grid}, Args: inEmu}); err != nil {
 		t.Fatal(err)
 	}
-	for i, a := range args {
+	gpu, cpu = map[string][]uint32{}, map[string][]uint32{}
+	for _, a := range args {
 		if a.u32s == nil {
-			gpu, cpu = append(gpu, nil), append(cpu, nil)
 			continue
 		}
 		g := make([]uint32, len(a.u32s))
-		if err := rt.Download(g, bufs[i]); err != nil {
+		if err := runtime.Download(g, bufs[a.name]); err != nil {
 			t.Fatal(err)
 		}
-		c, err := mem.ReadU32s(emuAddr[i], len(a.u32s))
+		c, err := mem.ReadU32s(emuAddr[a.name], len(a.u32s))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpu, cpu = append(gpu, g), append(cpu, c)
+		gpu[a.name], cpu[a.name] = g, c
 	}
 	return gpu, cpu
 }
 
-func genKernel(t *testing.T, d *rt.Device, name string, cfg gen.Config) *gen.Kernel {
+func genKernel(t *testing.T, d *runtime.Device, name string, cfg gen.Config) *gen.Kernel {
 	t.Helper()
 	cfg.Target = d.Info().Target
 	k, err := gen.Generate(name, cfg)
@@ -141,14 +129,6 @@ func scoresRow(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-func bitsOf(x []float32) []uint32 {
-	b := make([]uint32, len(x))
-	for i, v := range x {
-		b[i] = math.Float32bits(v)
-	}
-	return b
-}
-
 // TestInterpreterMatchesGPU: the device and the interpreter agree, and
 // both agree with a Go reference, so two runs that both did nothing (the
 // outputs start as zeros) cannot pass.
@@ -168,9 +148,10 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 		}
 		thr[0] = float32(math.Inf(-1))
 		thr[1] = float32(math.Copysign(0, -1))
-		gpu, cpu := runBoth(t, d, gk, rows, []arg{{u32s: bitsOf(x)}, {v: stride}, {u32s: lens}, {u32s: bitsOf(thr)}, {u32s: make([]uint32, rows)}})
-		if !slices.Equal(gpu[4], cpu[4]) {
-			t.Errorf("counts differ:\n gpu %v\n cpu %v", gpu[4], cpu[4])
+		gpu, cpu := runBoth(t, d, gk, rows, []arg{{name: "scores", u32s: math32bits(x)}, {name: "row_stride", v: stride},
+			{name: "lengths", u32s: lens}, {name: "thresholds", u32s: math32bits(thr)}, {name: "counts", u32s: make([]uint32, rows)}})
+		if !slices.Equal(gpu["counts"], cpu["counts"]) {
+			t.Errorf("counts differ:\n gpu %v\n cpu %v", gpu["counts"], cpu["counts"])
 		}
 		want := make([]uint32, rows)
 		for row := range rows {
@@ -180,16 +161,16 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 				}
 			}
 		}
-		if !slices.Equal(gpu[4], want) {
-			t.Errorf("counts differ from the reference:\n gpu  %v\n want %v", gpu[4], want)
+		if !slices.Equal(gpu["counts"], want) {
+			t.Errorf("counts differ from the reference:\n gpu  %v\n want %v", gpu["counts"], want)
 		}
 	})
 	t.Run("warp_reduce", func(t *testing.T) {
 		gk := genKernel(t, d, "warp_reduce", cfg)
 		const grid = 8
 		in := randU32s(r, grid*cfg.BlockSize, 1<<31)
-		gpu, cpu := runBoth(t, d, gk, grid, []arg{{u32s: in}, {u32s: make([]uint32, 3*grid*cfg.BlockSize/32)}})
-		if !slices.Equal(gpu[1], cpu[1]) {
+		gpu, cpu := runBoth(t, d, gk, grid, []arg{{name: "in", u32s: in}, {name: "out", u32s: make([]uint32, 3*grid*cfg.BlockSize/32)}})
+		if !slices.Equal(gpu["out"], cpu["out"]) {
 			t.Errorf("warp results differ")
 		}
 		var want []uint32 // sum, min, max of each warp
@@ -201,7 +182,7 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 			}
 			want = append(want, sum, slices.Min(v), slices.Max(v))
 		}
-		if !slices.Equal(gpu[1], want) {
+		if !slices.Equal(gpu["out"], want) {
 			t.Errorf("warp results differ from the reference")
 		}
 	})
@@ -209,8 +190,9 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 		gk := genKernel(t, d, "block_scan", cfg)
 		const grid = 8
 		in := randU32s(r, grid*cfg.BlockSize, 1<<20)
-		gpu, cpu := runBoth(t, d, gk, grid, []arg{{u32s: in}, {u32s: make([]uint32, grid*cfg.BlockSize)}, {u32s: make([]uint32, grid)}})
-		if !slices.Equal(gpu[1], cpu[1]) || !slices.Equal(gpu[2], cpu[2]) {
+		gpu, cpu := runBoth(t, d, gk, grid, []arg{{name: "in", u32s: in}, {name: "out", u32s: make([]uint32, grid*cfg.BlockSize)},
+			{name: "totals", u32s: make([]uint32, grid)}})
+		if !slices.Equal(gpu["out"], cpu["out"]) || !slices.Equal(gpu["totals"], cpu["totals"]) {
 			t.Errorf("scans differ")
 		}
 		scan, totals := make([]uint32, len(in)), make([]uint32, grid) // exclusive scan per CTA
@@ -222,7 +204,7 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 			}
 			totals[c] = s
 		}
-		if !slices.Equal(gpu[1], scan) || !slices.Equal(gpu[2], totals) {
+		if !slices.Equal(gpu["out"], scan) || !slices.Equal(gpu["totals"], totals) {
 			t.Errorf("scans differ from the reference")
 		}
 	})
@@ -250,20 +232,20 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 				copy(x[row*stride:], scoresRow(r, n))
 				lens[row] = uint32(n)
 			}
-			args := []arg{{u32s: bitsOf(x)}, {v: stride}, {u32s: lens}}
+			args := []arg{{name: "scores", u32s: math32bits(x)}, {name: "row_stride", v: stride}, {name: "lengths", u32s: lens},
+				{name: "out_idx", u32s: make([]uint32, rows*K)}, {name: "out_vals", u32s: make([]uint32, rows*K)}}
 			if name == "gvr_topk" {
 				pred := randU32s(r, rows*K, stride) // a random prediction
-				args = append(args, arg{u32s: pred}, arg{v: uint64(K)}, arg{v: uint64(K)})
+				args = append(args, arg{name: "pred", u32s: pred}, arg{name: "pred_stride", v: uint64(K)}, arg{name: "pred_count", v: uint64(K)})
 			}
-			args = append(args, arg{u32s: make([]uint32, rows*K)}, arg{u32s: make([]uint32, rows*K)})
 			gpu, cpu := runBoth(t, d, gk, rows, args)
-			io, vo := len(args)-2, len(args)-1
+			io, vo := "out_idx", "out_vals"
 			for row := range rows {
 				n := int(lens[row])
 				rx := x[row*stride : row*stride+n]
 				for _, out := range []struct {
 					who string
-					b   [][]uint32
+					b   map[string][]uint32
 				}{{"gpu", gpu}, {"interpreter", cpu}} {
 					idx := make([]int32, K)
 					vals := make([]float32, K)
@@ -271,7 +253,7 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 						idx[j] = int32(out.b[io][row*K+j])
 						vals[j] = math.Float32frombits(out.b[vo][row*K+j])
 					}
-					if err := topk.Check(rx, K, run.sorted, idx, vals); err != nil {
+					if err := Check(rx, K, run.sorted, idx, vals); err != nil {
 						t.Errorf("%s row %d (n=%d): %v", out.who, row, n, err)
 					}
 				}
