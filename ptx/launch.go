@@ -202,6 +202,16 @@ func (a *Args) Check() error {
 	return nil
 }
 
+// Value is the argument set for parameter name, if it is set.
+func (a *Args) Value(name string) (uint64, bool) {
+	for i := range a.l.Params {
+		if a.l.Params[i].Name == name {
+			return a.vals[i], a.set[i]
+		}
+	}
+	return 0, false
+}
+
 // Values are the arguments in .param order.
 func (a *Args) Values() []uint64 { return a.vals }
 

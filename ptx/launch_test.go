@@ -101,6 +101,12 @@ func TestArgs(t *testing.T) {
 	if got := a.Values(); got[0] != 0x1000 || got[1] != 5 || got[2] != 7 {
 		t.Errorf("Values() = %v, want in .param order [0x1000 5 7]", got)
 	}
+	if v, ok := a.Value("n"); !ok || v != 5 {
+		t.Errorf("Value(n) = %d, %v; want 5, true", v, ok)
+	}
+	if _, ok := l.Args().Value("n"); ok {
+		t.Error("Value of an argument never set: ok")
+	}
 	if p := a.Pointers(); *(*uint64)(p[2]) != 7 {
 		t.Errorf("Pointers()[2] points at %d", *(*uint64)(p[2]))
 	}

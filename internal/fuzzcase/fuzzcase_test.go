@@ -201,11 +201,18 @@ func TestBatch(t *testing.T) {
 		if err := a.Check(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
-		if v := a.Values(); v[0] != 4 || v[1] != uint64(b.Stride) || v[len(v)-1] != map[bool]uint64{true: 20}[b.Values] {
-			t.Errorf("%s's arguments: %v", name, v)
+		vals := map[bool]uint64{true: 20}[b.Values]
+		for name, want := range map[string]uint64{"scores": 4, "row_stride": uint64(b.Stride), "lengths": 8, "out_idx": 16, "out_vals": vals} {
+			if v, _ := a.Value(name); v != want {
+				t.Errorf("%s: %s = %d, want %d", k.Name, name, v, want)
+			}
 		}
-		if p := k.Launch.Param("pred_count"); p != nil && a.Values()[5] != 2 {
-			t.Errorf("%s: pred_count = %d, want 2", name, a.Values()[5])
+		if k.Launch.Param("pred") != nil {
+			for name, want := range map[string]uint64{"pred": 12, "pred_stride": uint64(b.PredStride), "pred_count": 2} {
+				if v, _ := a.Value(name); v != want {
+					t.Errorf("%s: %s = %d, want %d", k.Name, name, v, want)
+				}
+			}
 		}
 	}
 }
