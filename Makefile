@@ -57,8 +57,13 @@ ptxas: ## fetch pinned ptxas 11.8 into the cache, print its path
 cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 	scripts/cuda-tools.sh headers
 
-ptxas-check: ## assemble golden/ *_sm_NN.ptx with ptxas 11.8 (PTXAS=... for another)
-	scripts/ptxas-check.sh golden
+# golden/ holds sm_90 PTX; every kernel is also generated for sm_80 (the
+# oldest target, PTX 7.0) into a temporary directory and assembled.
+ptxas-check: ## assemble golden/ and every kernel for sm_80 with ptxas 11.8 (PTXAS=... for another)
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	for k in $$($(GO) run ./cmd/ptxgen -list | awk '/^  /{print $$1}'); do \
+		$(GO) run ./cmd/ptxgen -kernel $$k -arch sm_80 -o "$$d/$${k}_sm_80.ptx" || exit 1; \
+	done && scripts/ptxas-check.sh golden "$$d"
 
 # The cuda-tagged build (package runtime and what uses it) needs cgo and the
 # CUDA driver API headers. By default they are the pinned CUDA 11.8 cuda.h and

@@ -1,14 +1,15 @@
-// Package golden holds the golden PTX files: what the generator writes for
-// every kernel of the registry (gen.Names) on sm_80, sm_90 and sm_100 with
-// the default configuration, plus a few extra configurations of the Top-K
-// kernels. The test compares freshly generated text with the files line by
-// line and shows the diff; it also checks that generation is deterministic
-// and that each file's .version is its target's minimum unless an
-// instruction needs more.
+// Package golden holds the golden PTX files, the generated code a reviewer
+// reads in a diff: every kernel of the registry (gen.Names) on sm_90 with
+// the default configuration, and warp_reduce on sm_75 (its shuffle path,
+// where a target lacks redux.sync). On every other device target (sm_80,
+// sm_86, sm_89, sm_100, sm_120) a kernel's PTX differs from its sm_90 file
+// only in the header, which a test checks line by line, with the .version
+// each target needs. The test compares freshly generated text with the
+// files line by line and shows the diff; it also checks that generation is
+// deterministic.
 //
-// File names are <kernel>[_<configtag>]_<arch>.ptx, e.g. count_ge_sm_90.ptx
-// for the default configuration and gvr_topk_k256_sm_90.ptx for an extra
-// one. scripts/ptxas-check.sh reads the arch from the name.
+// File names are <kernel>_<arch>.ptx, e.g. count_ge_sm_90.ptx;
+// scripts/ptxas-check.sh reads the arch from the name.
 //
 // After a change to the generator, rewrite the files and review the diff:
 //
@@ -17,7 +18,8 @@
 // -update also removes .ptx files the generator no longer produces. New
 // kernels in the registry get golden files with no change here. make
 // golden-check fails when the committed files are out of date, and make
-// ptxas-check assembles every sm_80/sm_90 file with the pinned ptxas 11.8.
+// ptxas-check assembles them, and every kernel generated for sm_80, with
+// the pinned ptxas 11.8.
 //
 // The package has no Go API; it exists for its files and its test.
 package golden

@@ -78,11 +78,14 @@ func (g *goldenKernel) run(t testing.TB, mem *Memory, rows int, vals map[string]
 	return st
 }
 
-var goldenTargets = []ptx.Target{ptx.SM80, ptx.SM90, ptx.SM100}
+// goldenTargets are the targets of golden/'s files: every kernel has one
+// for sm_90 (the other device targets differ only in the header, which
+// golden's test checks); warp_reduce also has its sm_75 shuffle path.
+var goldenTargets = []ptx.Target{ptx.SM90}
 
 func TestGoldenWarpReduce(t *testing.T) {
 	compared := 0 // warps
-	for _, target := range goldenTargets {
+	for _, target := range []ptx.Target{ptx.SM75, ptx.SM90} {
 		g := loadGolden(t, "warp_reduce", target)
 		rng := rand.New(rand.NewSource(7))
 		ctas := 3
@@ -108,7 +111,7 @@ func TestGoldenWarpReduce(t *testing.T) {
 		}
 	}
 	// 3 CTAs of at least one warp on each target.
-	if min := 3 * len(goldenTargets); compared < min {
+	if min := 3 * 2; compared < min {
 		t.Errorf("compared %d warps, want at least %d", compared, min)
 	}
 }
