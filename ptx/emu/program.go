@@ -200,6 +200,9 @@ func (k *kernel) prepare(mem *Memory, l Launch) (*launchState, error) {
 	if c := e.ReqNCTAPerCluster; c[0] != 0 && dim3(c) != [3]int{1, 1, 1} {
 		return nil, bad("clusters of %v CTAs: clusters are not supported yet", dim3(c))
 	}
+	if e.ExplicitCluster && e.ReqNCTAPerCluster[0] == 0 {
+		return nil, bad(".explicitcluster without .reqnctapercluster: launches with cluster dimensions are not supported yet")
+	}
 	if k.staticShared > maxStaticShared {
 		return nil, bad("%d bytes of static shared memory, at most %d", k.staticShared, maxStaticShared)
 	}
