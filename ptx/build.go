@@ -56,7 +56,7 @@ func (m *Module) Build() error {
 	errs = append(errs, Verify(m)...)
 	m.Version = m.Target.MinPTX
 	for _, e := range m.Entries {
-		if e.ReqNCTAPerCluster.set() {
+		if len(e.clusterDirectives()) > 0 {
 			m.Version = maxVersion(m.Version, v78)
 		}
 		for _, s := range e.Body {
@@ -561,6 +561,167 @@ func (e *Entry) MatchAny(d Reg, a Reg, mask Operand) {
 // Activemask emits d = the mask of currently active lanes.
 func (e *Entry) Activemask(d Reg) { e.Emit("activemask", []string{"b32"}, d) }
 
+// ---- clusters, mbarriers and bulk copies ----
+
+// Sem is the memory-ordering qualifier of a synchronising instruction.
+type Sem string
+
+// The orderings. SemDefault spells none: the instruction's default.
+const (
+	SemDefault Sem = ""
+	SemRelaxed Sem = "relaxed"
+	SemAcquire Sem = "acquire"
+	SemRelease Sem = "release"
+	SemAcqRel  Sem = "acq_rel"
+	SemSC      Sem = "sc"
+)
+
+// Scope is the set of threads a memory ordering is promised to.
+// ScopeDefault spells none: the instruction's default.
+type Scope string
+
+// The scopes.
+const (
+	ScopeDefault Scope = ""
+	ScopeCTA     Scope = "cta"
+	ScopeCluster Scope = "cluster"
+	ScopeGPU     Scope = "gpu"
+	ScopeSys     Scope = "sys"
+)
+
+// semScope spells the qualifiers that are given.
+func semScope(sem Sem, scope Scope) []string {
+	var out []string
+	if sem != SemDefault {
+		out = append(out, string(sem))
+	}
+	if scope != ScopeDefault {
+		out = append(out, string(scope))
+	}
+	return out
+}
+
+// Fence emits fence.sem.scope (sem SemSC or SemAcqRel): fence.acq_rel.cluster
+// orders this thread's memory accesses as seen by the whole cluster.
+func (e *Entry) Fence(sem Sem, scope Scope) { e.Emit("fence", semScope(sem, scope)) }
+
+// FenceMbarrierInit emits fence.mbarrier_init.release.cluster: this
+// thread's earlier mbarrier.init become visible to the cluster (to other
+// CTAs' arrivals and to bulk copies) at its next barrier.cluster.arrive.
+func (e *Entry) FenceMbarrierInit() {
+	e.Emit("fence", []string{"mbarrier_init", "release", "cluster"})
+}
+
+// BarrierClusterArrive emits barrier.cluster.arrive{.sem}.aligned: this
+// thread arrives at the cluster barrier (sem SemDefault, which is release,
+// SemRelease or SemRelaxed; the spelled ones need PTX 8.0). Every thread of
+// the warp executes it together.
+func (e *Entry) BarrierClusterArrive(sem Sem) {
+	e.Emit("barrier", append(append([]string{"cluster", "arrive"}, semScope(sem, "")...), "aligned"))
+}
+
+// BarrierClusterWait emits barrier.cluster.wait{.sem}.aligned: the thread
+// waits until every non-exited thread of the cluster has arrived (sem
+// SemDefault, which is acquire, or SemAcquire).
+func (e *Entry) BarrierClusterWait(sem Sem) {
+	e.Emit("barrier", append(append([]string{"cluster", "wait"}, semScope(sem, "")...), "aligned"))
+}
+
+// BarrierClusterSync emits an arrive and a wait: every thread of the
+// cluster waits for all the others.
+func (e *Entry) BarrierClusterSync() {
+	e.BarrierClusterArrive(SemDefault)
+	e.BarrierClusterWait(SemDefault)
+}
+
+// Mapa emits d = the address in the shared memory of the cluster's CTA of
+// rank rank that corresponds to a. With sp SpaceSharedCluster, a is a
+// shared address (a register, or a shared *Var) and d a .shared::cluster
+// address; with SpaceNone both are generic. d is 32- or 64-bit.
+func (e *Entry) Mapa(sp Space, d Reg, a, rank Operand) {
+	t := U32
+	if d.T.Bits() == 64 {
+		t = U64
+	}
+	e.Emit("mapa", append(spaceMods(sp), t.Name()), d, a, rank)
+}
+
+// mbarrierMods spells mbarrier.op{.sem.scope}{.space}.b64; with a scope,
+// sem is the operation's ordering.
+func mbarrierMods(op []string, sem Sem, scope Scope, sp Space) []string {
+	mods := append([]string(nil), op...)
+	if scope != ScopeDefault {
+		mods = append(mods, semScope(sem, scope)...)
+	}
+	return append(append(mods, spaceMods(sp)...), "b64")
+}
+
+// MbarrierInit emits mbarrier.init: the mbarrier object at bar (8 bytes,
+// 8-aligned, in shared memory) expects count arrivals per phase. sp is
+// SpaceShared, SpaceSharedCTA (PTX 7.8) or SpaceNone (a generic address).
+func (e *Entry) MbarrierInit(sp Space, bar Addr, count Operand) {
+	e.Emit("mbarrier", mbarrierMods([]string{"init"}, "", "", sp), bar, count)
+}
+
+// MbarrierInval emits mbarrier.inval: the object at bar is no longer an
+// mbarrier, and its memory may be used for something else.
+func (e *Entry) MbarrierInval(sp Space, bar Addr) {
+	e.Emit("mbarrier", mbarrierMods([]string{"inval"}, "", "", sp), bar)
+}
+
+// MbarrierArrive emits mbarrier.arrive: one arrival on the barrier at bar.
+// state (a .b64 register) gets the phase token; on another CTA's barrier
+// (sp SpaceSharedCluster, an address from Mapa) nothing comes back and state
+// must be Sink{}. ScopeDefault spells no ordering (release at CTA scope);
+// ScopeCTA or ScopeCluster spells .release.scope (PTX 8.0, sm_90).
+func (e *Entry) MbarrierArrive(sp Space, scope Scope, state Operand, bar Addr) {
+	e.Emit("mbarrier", mbarrierMods([]string{"arrive"}, SemRelease, scope, sp), state, bar)
+}
+
+// MbarrierArriveExpectTx emits mbarrier.arrive.expect_tx (PTX 8.0, sm_90):
+// one arrival that also makes the current phase wait for tx more bytes of
+// asynchronous transactions (the bytes a CpAsyncBulk will deliver).
+func (e *Entry) MbarrierArriveExpectTx(sp Space, scope Scope, state Operand, bar Addr, tx Operand) {
+	e.Emit("mbarrier", mbarrierMods([]string{"arrive", "expect_tx"}, SemRelease, scope, sp), state, bar, tx)
+}
+
+// MbarrierTryWaitParity emits mbarrier.try_wait.parity (PTX 7.8, sm_90):
+// done = the phase of the barrier at bar with parity parity (0 or 1; it
+// flips each time a phase completes) has completed. The thread may sleep a
+// while before it answers false; loop until true (MbarrierWait). A scope
+// spells .acquire.scope (PTX 8.0).
+func (e *Entry) MbarrierTryWaitParity(sp Space, scope Scope, done Pred, bar Addr, parity Operand) {
+	e.Emit("mbarrier", mbarrierMods([]string{"try_wait", "parity"}, SemAcquire, scope, sp), done, bar, parity)
+}
+
+// MbarrierWait waits until the phase of parity of the barrier at bar has
+// completed: a loop on MbarrierTryWaitParity.
+func (e *Entry) MbarrierWait(sp Space, scope Scope, bar Addr, parity Operand) {
+	e.DoWhile(func() {}, func() Pred {
+		done := e.Pred()
+		e.MbarrierTryWaitParity(sp, scope, done, bar, parity)
+		return done.Not()
+	})
+}
+
+// CpAsyncBulk emits
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes (PTX 8.0,
+// sm_90): an asynchronous copy of size bytes from global memory at src to
+// shared memory at dst (a .shared::cluster address: this CTA's or, through
+// Mapa, another's), which counts size bytes of transactions on the mbarrier
+// at bar, in dst's CTA. size is a multiple of 16, dst and src 16-byte
+// aligned.
+func (e *Entry) CpAsyncBulk(dst, src Addr, size Operand, bar Addr) {
+	e.Emit("cp", []string{"async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes"}, dst, src, size, bar)
+}
+
+// ElectSync emits elect.sync lane|p, mask (PTX 8.0, sm_90): p holds in one
+// lane of mask, the same lane for the same mask, and lane (a 32-bit
+// register, or Sink{} to drop it) gets that lane's id in every lane.
+func (e *Entry) ElectSync(lane Operand, p Pred, mask Operand) {
+	e.Emit("elect", []string{"sync"}, lane, p, mask)
+}
+
 func narrow(t Type) Type {
 	switch t {
 	case U64:
@@ -594,6 +755,8 @@ func (s Special) Type() Type {
 	switch s {
 	case Clock64, GlobalTimer:
 		return U64
+	case IsExplicitCluster:
+		return TypePred
 	case SpecialInvalid:
 		return TypeInvalid
 	}

@@ -29,6 +29,14 @@
 // labels. Errors are not panics: the builder and the verify pass collect
 // them, each with the generator's file:line, and Build returns them joined.
 //
+// Clusters and asynchronous copies (sm_90) have the same small vocabulary
+// as CUTLASS's wrappers: .explicitcluster and .reqnctapercluster on Entry,
+// the cluster special registers, Mapa and the .shared::cluster space,
+// BarrierClusterArrive/Wait, Fence and FenceMbarrierInit, the mbarrier
+// methods (MbarrierInit, MbarrierArrive, MbarrierArriveExpectTx,
+// MbarrierTryWaitParity, MbarrierWait, MbarrierInval), CpAsyncBulk and
+// ElectSync. A result PTX lets a program drop is the operand Sink{} (_).
+//
 // Targets (target.go) carry the minimum .version that knows them; the
 // emitted .version is that minimum, raised only when an instruction in the
 // module needs a newer ISA, so a module loads on the oldest driver that can

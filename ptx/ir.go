@@ -3,7 +3,8 @@ package ptx
 // This file holds the IR: plain data, no printing and no ISA knowledge.
 
 // Operand is anything an instruction can name: a register, a predicate, an
-// immediate, a special register, a symbol, an address, a vector or a label.
+// immediate, a special register, a symbol, an address, a vector, a label or
+// the sink.
 type Operand interface{ operand() }
 
 // Reg is a typed virtual register. Registers are numbered per class within
@@ -64,12 +65,29 @@ const (
 	Clock
 	Clock64
 	GlobalTimer
-	ClusterCtaRank
-	ClusterNCtaRank
-	ClusterIDX
+	ClusterCtaRank    // %cluster_ctarank: the CTA's rank in its cluster
+	ClusterNCtaRank   // %cluster_nctarank: CTAs per cluster
+	ClusterIDX        // %clusterid.x: the cluster's position in the grid
+	ClusterIDY        // %clusterid.y
+	ClusterIDZ        // %clusterid.z
+	NClusterIDX       // %nclusterid.x: clusters in the grid
+	NClusterIDY       // %nclusterid.y
+	NClusterIDZ       // %nclusterid.z
+	ClusterCtaIDX     // %cluster_ctaid.x: the CTA's position in its cluster
+	ClusterCtaIDY     // %cluster_ctaid.y
+	ClusterCtaIDZ     // %cluster_ctaid.z
+	ClusterNCtaIDX    // %cluster_nctaid.x: the cluster's shape
+	ClusterNCtaIDY    // %cluster_nctaid.y
+	ClusterNCtaIDZ    // %cluster_nctaid.z
+	IsExplicitCluster // %is_explicit_cluster (.pred): launched with cluster dimensions
 	SMID
 	numSpecials
 )
+
+// Sink is the sink symbol _, which stands for a result an instruction
+// produces and the program discards (mbarrier.arrive on another CTA's
+// barrier, elect.sync without the lane).
+type Sink struct{}
 
 // Var is a variable in a state space (shared memory for gvr). Used as an
 // operand it stands for its address.
@@ -117,6 +135,7 @@ func (*Param) operand()   {}
 func (Addr) operand()     {}
 func (Vec) operand()      {}
 func (Label) operand()    {}
+func (Sink) operand()     {}
 
 // Stmt is an element of an entry's body: an instruction, a label placement
 // or a comment.
@@ -160,8 +179,11 @@ type Entry struct {
 	MaxNTID           Dim3 // .maxntid
 	ReqNTID           Dim3 // .reqntid
 	ReqNCTAPerCluster Dim3 // .reqnctapercluster
-	MinNCTAPerSM      int  // .minnctapersm
-	MaxNReg           int  // .maxnreg
+	// ExplicitCluster (.explicitcluster): the kernel must be launched
+	// with cluster dimensions, given at launch or by .reqnctapercluster.
+	ExplicitCluster bool
+	MinNCTAPerSM    int // .minnctapersm
+	MaxNReg         int // .maxnreg
 
 	id     uint32
 	nregs  [numRegClasses]int

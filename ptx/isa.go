@@ -17,16 +17,22 @@ type Role uint8
 
 // The operand roles.
 const (
-	RoleRead  Role = iota // a value read
-	RoleWrite             // a register written
-	RoleAddr              // a memory address [..] (read for its base register)
-	RoleLabel             // a branch target
+	RoleRead        Role = iota // a value read
+	RoleWrite                   // a register written
+	RoleAddr                    // a memory address [..] (read for its base register)
+	RoleLabel                   // a branch target
+	RoleSink                    // the sink _: a result the instruction cannot return here
+	RoleWriteOrSink             // a register written, or the sink _ to drop the result
 )
 
 // ArgSpec describes one operand of an instruction.
 type ArgSpec struct {
 	Role Role
 	T    Type // expected type; TypeInvalid when any type fits
+	// Space is the state space a RoleAddr operand addresses when it is not
+	// the instruction's (Sig.Space): cp.async.bulk reads .global and
+	// writes .shared::cluster.
+	Space Space
 }
 
 // Sig is what the ISA table knows about one instruction.
@@ -37,6 +43,8 @@ type Sig struct {
 	Vec     int     // 2 or 4 for .v2/.v4 memory instructions, else 0
 	Feature Feature // what the target must offer
 	PTX     Version // the oldest PTX ISA that has the instruction in this form
+	// Pair: the first two operands are one, written d|p (elect.sync).
+	Pair bool
 }
 
 // Reads lists the registers and predicates inst reads (guard included).
@@ -73,7 +81,7 @@ func (in *Inst) Writes() []Operand {
 	}
 	var out []Operand
 	for i, a := range in.Args {
-		if i < len(sig.Args) && sig.Args[i].Role == RoleWrite {
+		if i < len(sig.Args) && (sig.Args[i].Role == RoleWrite || sig.Args[i].Role == RoleWriteOrSink) {
 			out = appendRegs(out, a)
 		}
 	}
@@ -92,13 +100,44 @@ func appendRegs(out []Operand, a Operand) []Operand {
 	return out
 }
 
-// Requires reports the target feature and PTX version inst needs.
+// Requires reports the target feature and PTX version inst needs: its
+// own, or those of a special register it reads.
 func (in *Inst) Requires() (Feature, Version) {
 	sig, err := in.Sig()
 	if err != nil {
 		return FeatNone, Version{}
 	}
-	return sig.Feature, sig.PTX
+	f, v := sig.Feature, sig.PTX
+	for _, a := range in.Args {
+		if s, ok := a.(Special); ok {
+			if sf, sv := s.Requires(); sf != FeatNone {
+				f, v = sf, maxVersion(v, sv)
+			}
+		}
+	}
+	return f, v
+}
+
+// Requires reports the target feature and PTX version special register s
+// needs: the cluster registers are PTX 7.8, sm_90.
+func (s Special) Requires() (Feature, Version) {
+	if s >= ClusterCtaRank && s <= IsExplicitCluster {
+		return FeatCluster, v78
+	}
+	return FeatNone, v10
+}
+
+// clusterDirectives lists the directives of e that need clusters (PTX 7.8,
+// sm_90), in the order the printer writes them.
+func (e *Entry) clusterDirectives() []string {
+	var out []string
+	if e.ExplicitCluster {
+		out = append(out, ".explicitcluster")
+	}
+	if e.ReqNCTAPerCluster.set() {
+		out = append(out, ".reqnctapercluster")
+	}
+	return out
 }
 
 // mods is a cursor over an instruction's qualifiers.
@@ -146,18 +185,25 @@ var (
 	v60 = Version{6, 0}
 	v62 = Version{6, 2}
 	v70 = Version{7, 0}
+	v71 = Version{7, 1}
 	v78 = Version{7, 8}
 	v80 = Version{8, 0}
 	v86 = Version{8, 6}
 )
 
 func rw(w Type, rs ...Type) []ArgSpec {
-	out := []ArgSpec{{RoleWrite, w}}
+	out := []ArgSpec{{Role: RoleWrite, T: w}}
 	for _, r := range rs {
-		out = append(out, ArgSpec{RoleRead, r})
+		out = append(out, ArgSpec{Role: RoleRead, T: r})
 	}
 	return out
 }
+
+// read is a read operand of type t.
+func read(t Type) ArgSpec { return ArgSpec{Role: RoleRead, T: t} }
+
+// addrIn is a memory operand in space sp (SpaceNone: the instruction's).
+func addrIn(sp Space) ArgSpec { return ArgSpec{Role: RoleAddr, Space: sp} }
 
 var rounding = []string{"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"}
 
@@ -298,7 +344,7 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 			if _, ok := m.take("sync"); !ok {
 				return s, fmt.Errorf("bar.warp needs .sync")
 			}
-			s.Args, s.PTX = []ArgSpec{{RoleRead, U32}}, v60
+			s.Args, s.PTX = []ArgSpec{read(U32)}, v60
 			return s, nil
 		}
 		if _, ok := m.take("sync"); !ok {
@@ -359,7 +405,7 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 		s.Args, s.Feature, s.PTX = rw(B32), FeatVote, v62
 	case "bra":
 		m.take("uni")
-		s.Args = []ArgSpec{{RoleLabel, TypeInvalid}}
+		s.Args = []ArgSpec{{Role: RoleLabel}}
 	case "ret", "exit":
 		m.take("uni")
 	case "membar":
@@ -367,6 +413,17 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 			return s, fmt.Errorf("membar needs a level")
 		}
 	case "fence":
+		if _, ok := m.take("mbarrier_init"); ok {
+			// fence.mbarrier_init.release.cluster: the one form PTX has.
+			if _, ok := m.take("release"); !ok {
+				return s, fmt.Errorf("fence.mbarrier_init needs .release")
+			}
+			if _, ok := m.take("cluster"); !ok {
+				return s, fmt.Errorf("fence.mbarrier_init.release needs .cluster")
+			}
+			s.Feature, s.PTX = FeatCluster, v80
+			return s, nil
+		}
 		if _, ok := m.take("sc", "acq_rel"); !ok {
 			return s, fmt.Errorf("fence needs .sc or .acq_rel")
 		}
@@ -379,10 +436,29 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 			s.Feature, s.PTX = FeatCluster, v78
 		}
 	case "mapa":
-		m.take("shared::cluster")
+		// mapa{.shared::cluster}.{u32,u64} d, a, rank: a is a register or,
+		// with .shared::cluster, a shared variable.
+		if _, ok := m.take("shared::cluster"); ok {
+			s.Space = SpaceSharedCluster
+		}
 		s.Type, err = m.typ()
+		if err == nil && s.Type != U32 && s.Type != U64 {
+			err = fmt.Errorf("mapa needs .u32 or .u64, not .%s", s.Type.Name())
+		}
 		s.Args = rw(s.Type, s.Type, U32)
 		s.Feature, s.PTX = FeatCluster, v78
+	case "mbarrier":
+		return mbarrierSig(m, nargs)
+	case "cp":
+		return cpSig(m)
+	case "elect":
+		// elect.sync d|p, membermask: p holds in one lane of membermask, d
+		// (or the sink) gets that lane's id.
+		if _, ok := m.take("sync"); !ok {
+			return s, fmt.Errorf("elect needs .sync")
+		}
+		s.Args = []ArgSpec{{Role: RoleWriteOrSink, T: B32}, {Role: RoleWrite, T: TypePred}, read(U32)}
+		s.Pair, s.Feature, s.PTX = true, FeatElect, v80
 	case "barrier":
 		if _, ok := m.take("cluster"); ok {
 			half, ok := m.take("arrive", "wait")
@@ -432,9 +508,9 @@ func bitsOrPred(m *mods) (Type, error) {
 // barrierArgs: a barrier takes its id and, optionally, a thread count.
 func barrierArgs(nargs int) []ArgSpec {
 	if nargs == 2 {
-		return []ArgSpec{{RoleRead, U32}, {RoleRead, U32}}
+		return []ArgSpec{read(U32), read(U32)}
 	}
-	return []ArgSpec{{RoleRead, U32}}
+	return []ArgSpec{read(U32)}
 }
 
 func widen(t Type) Type {
@@ -467,12 +543,10 @@ func spaceByName(name string) Space {
 // memSig: ld{.space}{.nc}{.vN}.T d, [a] and st{.space}{.vN}.T [a], b.
 func memSig(op string, m *mods) (Sig, error) {
 	var s Sig
-	if sp, ok := m.take("global", "shared", "shared::cluster", "param", "local", "const"); ok {
+	if sp, ok := m.take("global", "shared", "shared::cta", "shared::cluster", "param", "local", "const"); ok {
 		s.Space = spaceByName(sp)
 	}
-	if s.Space == SpaceSharedCluster {
-		s.Feature, s.PTX = FeatSharedCluster, v78
-	}
+	s.Feature, s.PTX = sharedSpaceNeeds(s.Space)
 	if op == "ld" {
 		if _, ok := m.take("nc"); ok && s.Space != SpaceGlobal {
 			return s, fmt.Errorf("ld.nc needs the .global space")
@@ -484,22 +558,32 @@ func memSig(op string, m *mods) (Sig, error) {
 	var err error
 	s.Type, err = m.typ()
 	if op == "ld" {
-		s.Args = []ArgSpec{{RoleWrite, s.Type}, {RoleAddr, TypeInvalid}}
+		s.Args = []ArgSpec{{Role: RoleWrite, T: s.Type}, addrIn(SpaceNone)}
 	} else {
-		s.Args = []ArgSpec{{RoleAddr, TypeInvalid}, {RoleRead, s.Type}}
+		s.Args = []ArgSpec{addrIn(SpaceNone), read(s.Type)}
 	}
 	return s, err
+}
+
+// sharedSpaceNeeds is what the sub-qualified shared spaces need: ::cta and
+// ::cluster are PTX 7.8, and .shared::cluster needs sm_90.
+func sharedSpaceNeeds(sp Space) (Feature, Version) {
+	switch sp {
+	case SpaceSharedCTA:
+		return FeatNone, v78
+	case SpaceSharedCluster:
+		return FeatSharedCluster, v78
+	}
+	return FeatNone, Version{}
 }
 
 // atomSig: atom{.space}.op.T d, [a], b{, c} and red{.space}.op.T [a], b.
 func atomSig(op string, m *mods) (Sig, error) {
 	var s Sig
-	if sp, ok := m.take("global", "shared", "shared::cluster"); ok {
+	if sp, ok := m.take("global", "shared", "shared::cta", "shared::cluster"); ok {
 		s.Space = spaceByName(sp)
 	}
-	if s.Space == SpaceSharedCluster {
-		s.Feature, s.PTX = FeatSharedCluster, v78
-	}
+	s.Feature, s.PTX = sharedSpaceNeeds(s.Space)
 	aop, ok := m.take("add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas")
 	if !ok {
 		return s, fmt.Errorf("%s needs an operation", op)
@@ -509,11 +593,156 @@ func atomSig(op string, m *mods) (Sig, error) {
 	t := s.Type
 	switch {
 	case op == "red":
-		s.Args = []ArgSpec{{RoleAddr, TypeInvalid}, {RoleRead, t}}
+		s.Args = []ArgSpec{addrIn(SpaceNone), read(t)}
 	case aop == "cas":
-		s.Args = []ArgSpec{{RoleWrite, t}, {RoleAddr, TypeInvalid}, {RoleRead, t}, {RoleRead, t}}
+		s.Args = []ArgSpec{{Role: RoleWrite, T: t}, addrIn(SpaceNone), read(t), read(t)}
 	default:
-		s.Args = []ArgSpec{{RoleWrite, t}, {RoleAddr, TypeInvalid}, {RoleRead, t}}
+		s.Args = []ArgSpec{{Role: RoleWrite, T: t}, addrIn(SpaceNone), read(t)}
 	}
 	return s, err
+}
+
+// needs raises what s needs to at least PTX v, and to feature f when f is
+// not FeatNone (the features an instruction's forms need only grow: a
+// later one includes the earlier).
+func (s *Sig) needs(f Feature, v Version) {
+	if f != FeatNone {
+		s.Feature = f
+	}
+	s.PTX = maxVersion(s.PTX, v)
+}
+
+// mbarrierSig reads the mbarrier instructions. The barrier is a .b64 object
+// in shared memory, addressed in .shared, .shared::cta, generic space, or
+// (for an arrive on another CTA's barrier) .shared::cluster:
+//
+//	mbarrier.init{.space}.b64 [bar], count
+//	mbarrier.inval{.space}.b64 [bar]
+//	mbarrier.arrive{.expect_tx}{.sem}{.scope}{.space}.b64 state|_, [bar]{, count|tx}
+//	mbarrier.{try_wait,test_wait}{.parity}{.sem}{.scope}{.space}.b64 p, [bar], state|parity{, hint}
+//
+// The base forms are PTX 7.0 on sm_80; try_wait, expect_tx, an arrive
+// count, .sem/.scope and .shared::cluster need sm_90.
+func mbarrierSig(m *mods, nargs int) (Sig, error) {
+	var s Sig
+	op, ok := m.take("init", "inval", "arrive", "try_wait", "test_wait")
+	if !ok {
+		return s, fmt.Errorf("mbarrier needs an operation (init, inval, arrive, try_wait, test_wait)")
+	}
+	s.needs(FeatMbarrier, v70)
+	var expectTx, parity bool
+	switch op {
+	case "arrive":
+		if _, expectTx = m.take("expect_tx"); expectTx {
+			s.needs(FeatMbarrierTx, v80)
+		}
+	case "try_wait", "test_wait":
+		_, parity = m.take("parity")
+		if parity {
+			s.needs(FeatNone, v71)
+		}
+		if op == "try_wait" {
+			s.needs(FeatMbarrierTx, v78)
+		}
+	}
+	if op != "init" && op != "inval" {
+		sems := []string{"acquire", "relaxed"}
+		if op == "arrive" {
+			sems = []string{"release", "relaxed"}
+		}
+		if sem, ok := m.take(sems...); ok {
+			s.needs(FeatMbarrierTx, v80)
+			if sem == "relaxed" {
+				s.needs(FeatMbarrierTx, v86)
+			}
+		}
+		if _, ok := m.take("cta", "cluster"); ok {
+			s.needs(FeatMbarrierTx, v80)
+		}
+	}
+	spaces := []string{"shared", "shared::cta"}
+	if op == "arrive" {
+		spaces = append(spaces, "shared::cluster")
+	}
+	if sp, ok := m.take(spaces...); ok {
+		s.Space = spaceByName(sp)
+	}
+	switch s.Space {
+	case SpaceSharedCTA:
+		s.needs(FeatNone, v78)
+	case SpaceSharedCluster:
+		s.needs(FeatCluster, v80)
+	}
+	if _, ok := m.take("b64"); !ok {
+		if m.peek() != "" {
+			return s, m.done() // a qualifier out of place, or one this form lacks
+		}
+		return s, fmt.Errorf("mbarrier.%s needs .b64", op)
+	}
+	s.Type = B64
+	bar := addrIn(SpaceNone)
+	switch op {
+	case "init":
+		s.Args = []ArgSpec{bar, read(U32)}
+	case "inval":
+		s.Args = []ArgSpec{bar}
+	case "arrive":
+		state := ArgSpec{Role: RoleWrite, T: B64}
+		if s.Space == SpaceSharedCluster { // another CTA's barrier: no state comes back
+			state = ArgSpec{Role: RoleSink}
+		}
+		s.Args = []ArgSpec{state, bar}
+		switch {
+		case expectTx:
+			s.Args = append(s.Args, read(U32))
+		case nargs == 3:
+			s.Args = append(s.Args, read(U32))
+			s.needs(FeatMbarrierTx, v78) // an arrive count needs sm_90
+		}
+	default: // try_wait, test_wait
+		last := read(B64) // the state an arrive returned
+		if parity {
+			last = read(U32)
+		}
+		s.Args = []ArgSpec{{Role: RoleWrite, T: TypePred}, bar, last}
+		if op == "try_wait" && nargs == 4 {
+			s.Args = append(s.Args, read(U32)) // suspend-time hint, ns
+		}
+	}
+	return s, nil
+}
+
+// cpSig reads cp.async.bulk from global memory into shared memory, with an
+// mbarrier counting the bytes:
+//
+//	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [bar]
+//
+// (PTX 8.0, sm_90; a .shared::cta destination needs PTX 8.6). The other
+// cp.async forms are not in the table.
+func cpSig(m *mods) (Sig, error) {
+	var s Sig
+	if _, ok := m.take("async"); !ok {
+		return s, fmt.Errorf("cp needs .async")
+	}
+	if _, ok := m.take("bulk"); !ok {
+		return s, fmt.Errorf("cp.async: only cp.async.bulk is supported")
+	}
+	dst, ok := m.take("shared::cluster", "shared::cta")
+	if !ok {
+		return s, fmt.Errorf("cp.async.bulk needs a .shared::cluster or .shared::cta destination")
+	}
+	if _, ok := m.take("global"); !ok {
+		return s, fmt.Errorf("cp.async.bulk: only a .global source is supported")
+	}
+	if _, ok := m.take("mbarrier::complete_tx::bytes"); !ok {
+		return s, fmt.Errorf("cp.async.bulk needs .mbarrier::complete_tx::bytes")
+	}
+	s.Space = spaceByName(dst)
+	s.Feature, s.PTX = FeatBulkCopy, v80
+	if s.Space == SpaceSharedCTA {
+		s.PTX = v86
+	}
+	// The barrier lives in the destination's CTA.
+	s.Args = []ArgSpec{addrIn(s.Space), addrIn(SpaceGlobal), read(U32), addrIn(s.Space)}
+	return s, nil
 }

@@ -71,8 +71,10 @@ func versionErrors(m *Module, line int) []error {
 		errs = append(errs, fmt.Errorf("line %d: .version %s is older than target %s needs (%s)", line, m.Version, m.Target.Name, m.Target.MinPTX))
 	}
 	for _, e := range m.Entries {
-		if e.ReqNCTAPerCluster.set() && m.Version.Less(v78) {
-			errs = append(errs, fmt.Errorf("line %d: entry %s: .reqnctapercluster needs PTX %s, module declares %s", line, e.Name, v78, m.Version))
+		for _, d := range e.clusterDirectives() {
+			if m.Version.Less(v78) {
+				errs = append(errs, fmt.Errorf("line %d: entry %s: %s needs PTX %s, module declares %s", line, e.Name, d, v78, m.Version))
+			}
 		}
 		for _, s := range e.Body {
 			in, ok := s.(*Inst)
@@ -330,6 +332,10 @@ func (p *parser) param(s string) error {
 }
 
 func (p *parser) entryDirective(t string) error {
+	if t == ".explicitcluster" {
+		p.e.ExplicitCluster = true
+		return nil
+	}
 	d, rest, _ := strings.Cut(t, " ")
 	var vals []int
 	for _, s := range strings.Split(rest, ",") {
@@ -480,10 +486,22 @@ func (p *parser) inst(t string) (*Inst, error) {
 	if err != nil {
 		return nil, p.errorf("%v", err)
 	}
+	// A pair d|p is two operands.
+	pair := len(args) > 0 && strings.Contains(args[0], "|")
+	if pair {
+		d, q, _ := strings.Cut(args[0], "|")
+		args = append([]string{strings.TrimSpace(d), strings.TrimSpace(q)}, args[1:]...)
+	}
 	in.Args = make([]Operand, len(args))
 	sig, err := in.Sig()
 	if err != nil {
 		return nil, p.errorf("`%s`: %v", t, err)
+	}
+	switch {
+	case pair && !sig.Pair:
+		return nil, p.errorf("`%s`: %s does not take a pair d|p", t, in.Op)
+	case !pair && sig.Pair:
+		return nil, p.errorf("`%s`: %s writes its first two operands as d|p", t, in.Op)
 	}
 	for i, a := range args {
 		o, err := p.operand(a, sig.Args[i].Role)
@@ -528,6 +546,9 @@ func splitArgs(s string) ([]string, error) {
 func (p *parser) operand(s string, role Role) (Operand, error) {
 	if s == "" {
 		return nil, p.errorf("empty operand")
+	}
+	if s == "_" {
+		return Sink{}, nil
 	}
 	switch role {
 	case RoleLabel:

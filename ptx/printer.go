@@ -118,6 +118,9 @@ func (p *printer) entry(e *Entry) {
 	if e.MaxNReg != 0 {
 		p.printf(".maxnreg %d\n", e.MaxNReg)
 	}
+	if e.ExplicitCluster {
+		p.printf(".explicitcluster\n")
+	}
 	if e.ReqNCTAPerCluster.set() {
 		p.printf(".reqnctapercluster %s\n", dim(e.ReqNCTAPerCluster))
 	}
@@ -151,10 +154,15 @@ func formatInst(in *Inst) string {
 	for _, m := range in.Mods {
 		b.WriteString("." + m)
 	}
+	sig, err := in.Sig()
+	pair := err == nil && sig.Pair
 	for i, a := range in.Args {
-		if i == 0 {
+		switch {
+		case i == 0:
 			b.WriteString(" \t")
-		} else {
+		case i == 1 && pair:
+			b.WriteString("|")
+		default:
 			b.WriteString(", ")
 		}
 		b.WriteString(formatOperand(a))
@@ -164,33 +172,45 @@ func formatInst(in *Inst) string {
 }
 
 var specialNames = [numSpecials]string{
-	SpecialInvalid:  "%invalid",
-	TidX:            "%tid.x",
-	TidY:            "%tid.y",
-	TidZ:            "%tid.z",
-	NTidX:           "%ntid.x",
-	NTidY:           "%ntid.y",
-	NTidZ:           "%ntid.z",
-	CtaIDX:          "%ctaid.x",
-	CtaIDY:          "%ctaid.y",
-	CtaIDZ:          "%ctaid.z",
-	NCtaIDX:         "%nctaid.x",
-	NCtaIDY:         "%nctaid.y",
-	NCtaIDZ:         "%nctaid.z",
-	LaneID:          "%laneid",
-	WarpID:          "%warpid",
-	NWarpID:         "%nwarpid",
-	LaneMaskLt:      "%lanemask_lt",
-	LaneMaskLe:      "%lanemask_le",
-	LaneMaskGt:      "%lanemask_gt",
-	LaneMaskEq:      "%lanemask_eq",
-	Clock:           "%clock",
-	Clock64:         "%clock64",
-	GlobalTimer:     "%globaltimer",
-	ClusterCtaRank:  "%cluster_ctarank",
-	ClusterNCtaRank: "%cluster_nctarank",
-	ClusterIDX:      "%clusterid.x",
-	SMID:            "%smid",
+	SpecialInvalid:    "%invalid",
+	TidX:              "%tid.x",
+	TidY:              "%tid.y",
+	TidZ:              "%tid.z",
+	NTidX:             "%ntid.x",
+	NTidY:             "%ntid.y",
+	NTidZ:             "%ntid.z",
+	CtaIDX:            "%ctaid.x",
+	CtaIDY:            "%ctaid.y",
+	CtaIDZ:            "%ctaid.z",
+	NCtaIDX:           "%nctaid.x",
+	NCtaIDY:           "%nctaid.y",
+	NCtaIDZ:           "%nctaid.z",
+	LaneID:            "%laneid",
+	WarpID:            "%warpid",
+	NWarpID:           "%nwarpid",
+	LaneMaskLt:        "%lanemask_lt",
+	LaneMaskLe:        "%lanemask_le",
+	LaneMaskGt:        "%lanemask_gt",
+	LaneMaskEq:        "%lanemask_eq",
+	Clock:             "%clock",
+	Clock64:           "%clock64",
+	GlobalTimer:       "%globaltimer",
+	ClusterCtaRank:    "%cluster_ctarank",
+	ClusterNCtaRank:   "%cluster_nctarank",
+	ClusterIDX:        "%clusterid.x",
+	ClusterIDY:        "%clusterid.y",
+	ClusterIDZ:        "%clusterid.z",
+	NClusterIDX:       "%nclusterid.x",
+	NClusterIDY:       "%nclusterid.y",
+	NClusterIDZ:       "%nclusterid.z",
+	ClusterCtaIDX:     "%cluster_ctaid.x",
+	ClusterCtaIDY:     "%cluster_ctaid.y",
+	ClusterCtaIDZ:     "%cluster_ctaid.z",
+	ClusterNCtaIDX:    "%cluster_nctaid.x",
+	ClusterNCtaIDY:    "%cluster_nctaid.y",
+	ClusterNCtaIDZ:    "%cluster_nctaid.z",
+	IsExplicitCluster: "%is_explicit_cluster",
+	SMID:              "%smid",
 }
 
 func formatOperand(a Operand) string {
@@ -234,6 +254,8 @@ func formatOperand(a Operand) string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	case Label:
 		return a.Name
+	case Sink:
+		return "_"
 	}
 	return fmt.Sprintf("<bad operand %T>", a)
 }

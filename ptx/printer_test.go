@@ -24,6 +24,7 @@ func printerModule() *ptx.Module {
 	e.MinNCTAPerSM = 2
 	e.MaxNReg = 64
 	e.ReqNCTAPerCluster = ptx.Dim3{2, 1}
+	e.ExplicitCluster = true
 
 	n := e.LdParam(np)
 	xp := e.LdParam(x)
@@ -97,6 +98,7 @@ var printerWant = []string{
 	".reqntid 128, 1, 1",
 	".minnctapersm 2",
 	".maxnreg 64",
+	".explicitcluster",
 	".reqnctapercluster 2, 1, 1",
 	"{",
 	"\t.reg .pred \t%p<2>;",

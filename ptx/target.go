@@ -89,6 +89,10 @@ const (
 	FeatVote                  // vote.sync / shfl.sync / activemask: sm_30
 	FeatSharedCluster         // the .shared::cluster state space: sm_90
 	FeatMatch                 // match.any.sync: sm_70
+	FeatMbarrier              // mbarrier init/arrive/test_wait/inval: sm_80
+	FeatMbarrierTx            // mbarrier try_wait, expect_tx, arrive counts, .sem/.scope: sm_90
+	FeatBulkCopy              // cp.async.bulk: sm_90
+	FeatElect                 // elect.sync: sm_90
 )
 
 var featureNames = [...]string{
@@ -102,6 +106,10 @@ var featureNames = [...]string{
 	FeatVote:          "warp-synchronous vote/shfl (sm_30+)",
 	FeatSharedCluster: ".shared::cluster (sm_90+)",
 	FeatMatch:         "match.sync (sm_70+)",
+	FeatMbarrier:      "mbarrier (sm_80+)",
+	FeatMbarrierTx:    "mbarrier try_wait, transaction counts and orderings (sm_90+)",
+	FeatBulkCopy:      "cp.async.bulk (sm_90+)",
+	FeatElect:         "elect.sync (sm_90+)",
 }
 
 func (f Feature) String() string {
@@ -118,13 +126,13 @@ func (t Target) Has(f Feature) bool {
 		return t.SM >= 30
 	case FeatMatch:
 		return t.SM >= 70
-	case FeatReduxInt, FeatMinMaxNaN, FeatCpAsync:
+	case FeatReduxInt, FeatMinMaxNaN, FeatCpAsync, FeatMbarrier:
 		return t.SM >= 80
 	case FeatReduxF32:
 		// PTX ISA: .f32 redux.sync needs sm_100a (or the sm_100f family,
 		// which gvr does not target).
 		return t.SM == 100 && t.Suffix == 'a'
-	case FeatCluster, FeatSharedCluster:
+	case FeatCluster, FeatSharedCluster, FeatMbarrierTx, FeatBulkCopy, FeatElect:
 		return t.SM >= 90
 	}
 	return false

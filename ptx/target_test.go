@@ -95,6 +95,11 @@ func TestTargetHas(t *testing.T) {
 		ptx.FeatReduxF32:      {"sm_100a"},
 		ptx.FeatCluster:       sm90up,
 		ptx.FeatSharedCluster: sm90up,
+		ptx.FeatMatch:         all,
+		ptx.FeatMbarrier:      sm80up,
+		ptx.FeatMbarrierTx:    sm90up,
+		ptx.FeatBulkCopy:      sm90up,
+		ptx.FeatElect:         sm90up,
 	}
 	for f, have := range want {
 		for _, name := range all {

@@ -143,6 +143,7 @@ const (
 	SpaceParam                      // kernel parameters
 	SpaceGlobal                     // device memory
 	SpaceShared                     // the CTA's shared memory
+	SpaceSharedCTA                  // the CTA's shared memory, spelled .shared::cta (PTX 7.8)
 	SpaceSharedCluster              // shared memory of any CTA in the cluster
 	SpaceLocal                      // per-thread local memory
 	SpaceConst                      // constant bank
@@ -154,6 +155,7 @@ var spaceNames = [...]string{
 	SpaceParam:         "param",
 	SpaceGlobal:        "global",
 	SpaceShared:        "shared",
+	SpaceSharedCTA:     "shared::cta",
 	SpaceSharedCluster: "shared::cluster",
 	SpaceLocal:         "local",
 	SpaceConst:         "const",
@@ -165,6 +167,19 @@ func (s Space) Name() string {
 		return spaceNames[s]
 	}
 	return fmt.Sprintf("space(%d)", uint8(s))
+}
+
+// holds reports whether an access to space s may name a variable declared
+// in space decl: the same space, or a .shared variable through .shared::cta
+// or .shared::cluster (a CTA's own shared window lies inside the cluster's).
+func (s Space) holds(decl Space) bool {
+	return s == decl || decl == SpaceShared && (s == SpaceSharedCTA || s == SpaceSharedCluster)
+}
+
+// isShared reports whether s is a shared-memory space, where 32-bit
+// addresses are allowed.
+func (s Space) isShared() bool {
+	return s == SpaceShared || s == SpaceSharedCTA || s == SpaceSharedCluster
 }
 
 func (s Space) String() string {

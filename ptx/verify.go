@@ -73,8 +73,10 @@ func (v *verifier) entry(e *Entry) {
 	if e.MinNCTAPerSM != 0 && !e.MaxNTID.set() && !e.ReqNTID.set() {
 		v.errorf("", nil, ".minnctapersm needs .maxntid or .reqntid")
 	}
-	if e.ReqNCTAPerCluster.set() && !t.Has(FeatCluster) {
-		v.errorf("", nil, ".reqnctapercluster needs %v; target %s lacks it", FeatCluster, t.Name)
+	for _, d := range e.clusterDirectives() {
+		if !t.Has(FeatCluster) {
+			v.errorf("", nil, "%s needs %v; target %s lacks it", d, FeatCluster, t.Name)
+		}
 	}
 	params := map[string]bool{}
 	for _, p := range e.Params {
@@ -181,10 +183,19 @@ func (v *verifier) arg(in *Inst, sig Sig, spec ArgSpec, a Operand, labels map[st
 		}
 		return
 	case RoleAddr:
-		v.addr(in, sig, a, written)
+		v.addr(in, sig, spec, a, written)
+		return
+	case RoleSink:
+		if _, ok := a.(Sink); !ok {
+			v.errorf("", in, "operand %s must be the sink _ here", formatOperand(a))
+		}
 		return
 	}
 	switch a := a.(type) {
+	case Sink:
+		if spec.Role != RoleWriteOrSink {
+			v.errorf("", in, "the sink _ is not allowed here")
+		}
 	case Reg:
 		if spec.Role == RoleRead {
 			v.reg(in, a, written)
@@ -203,7 +214,7 @@ func (v *verifier) arg(in *Inst, sig Sig, spec ArgSpec, a Operand, labels map[st
 		} else {
 			v.reg(in, a, nil)
 		}
-		if a.Neg && (spec.Role == RoleWrite || in.Op != "vote") {
+		if a.Neg && (spec.Role != RoleRead || in.Op != "vote") {
 			v.errorf("", in, "negated predicate %s is allowed only as a guard or a vote source", formatOperand(a))
 		}
 	case Vec:
@@ -215,13 +226,13 @@ func (v *verifier) arg(in *Inst, sig Sig, spec ArgSpec, a Operand, labels map[st
 		}
 		return
 	case Imm:
-		if spec.Role == RoleWrite {
+		if spec.Role != RoleRead {
 			v.errorf("", in, "cannot write an immediate")
 		} else if !want.IsInt() {
 			v.errorf("", in, "integer immediate %d where %v is wanted (use ptx.Float for floats)", int64(a), want)
 		}
 	case FloatImm:
-		if spec.Role == RoleWrite {
+		if spec.Role != RoleRead {
 			v.errorf("", in, "cannot write an immediate")
 		} else if a.T != want && !(want.Kind() == KindBits && want.Bits() == a.T.Bits()) {
 			v.errorf("", in, "%v immediate where %v is wanted", a.T, want)
@@ -231,11 +242,15 @@ func (v *verifier) arg(in *Inst, sig Sig, spec ArgSpec, a Operand, labels map[st
 			v.errorf("", in, "special register %s can only be read by mov", formatOperand(a))
 		} else if !compatible(want, a.Type()) {
 			v.errorf("", in, "special register %s is %v, instruction wants %v", formatOperand(a), a.Type(), want)
-		} else if a.needsCluster() && !v.m.Target.Has(FeatCluster) {
-			v.errorf("", in, "special register %s needs %v; target %s lacks it", formatOperand(a), FeatCluster, v.m.Target.Name)
+		} else if f, _ := a.Requires(); !v.m.Target.Has(f) {
+			v.errorf("", in, "special register %s needs %v; target %s lacks it", formatOperand(a), f, v.m.Target.Name)
 		}
 	case *Var, *Param:
-		if in.Op != "mov" || spec.Role != RoleRead || (want.Bits() != 32 && want.Bits() != 64) || want.IsFloat() {
+		// mapa.shared::cluster maps a shared variable's address itself.
+		mapa := in.Op == "mapa" && sig.Space == SpaceSharedCluster && len(in.Args) == 3 && in.Args[1] == a
+		if x, ok := a.(*Var); mapa && (!ok || x.Space != SpaceShared) {
+			v.errorf("", in, "mapa.shared::cluster maps a .shared variable, not %s", formatOperand(a))
+		} else if !mapa && (in.Op != "mov" || spec.Role != RoleRead || (want.Bits() != 32 && want.Bits() != 64) || want.IsFloat()) {
 			v.errorf("", in, "a symbol's address can only be taken by mov into a 32- or 64-bit integer")
 		}
 	default:
@@ -243,31 +258,35 @@ func (v *verifier) arg(in *Inst, sig Sig, spec ArgSpec, a Operand, labels map[st
 	}
 }
 
-func (v *verifier) addr(in *Inst, sig Sig, a Operand, written map[[2]int]bool) {
+func (v *verifier) addr(in *Inst, sig Sig, spec ArgSpec, a Operand, written map[[2]int]bool) {
 	ad, ok := a.(Addr)
 	if !ok {
 		v.errorf("", in, "memory operand is %T, not an Addr", a)
 		return
 	}
+	sp := spec.Space
+	if sp == SpaceNone {
+		sp = sig.Space
+	}
 	switch b := ad.Base.(type) {
 	case Reg:
 		v.reg(in, b, written)
-		if sig.Space == SpaceParam {
+		if sp == SpaceParam {
 			v.errorf("", in, "ld.param takes a parameter, not a register address")
 		}
-		if b.T.Bits() != 64 && !(b.T.Bits() == 32 && (sig.Space == SpaceShared || sig.Space == SpaceSharedCluster)) {
+		if b.T.Bits() != 64 && !(b.T.Bits() == 32 && sp.isShared()) {
 			v.errorf("", in, "address register %s is %v: 64 bits needed (32 allowed for shared)", formatOperand(b), b.T)
 		}
 	case *Param:
-		if sig.Space != SpaceParam {
+		if sp != SpaceParam {
 			v.errorf("", in, "parameter %s addressed outside the .param space", b.Name)
 		}
 		if !v.hasParam(b) {
 			v.errorf("", in, "parameter %s does not belong to this entry", b.Name)
 		}
 	case *Var:
-		if b.Space != sig.Space {
-			v.errorf("", in, "variable %s is in .%s, instruction accesses .%s", b.Name, b.Space, sig.Space)
+		if !sp.holds(b.Space) {
+			v.errorf("", in, "variable %s is in .%s, instruction accesses .%s", b.Name, b.Space, sp)
 		}
 	default:
 		v.errorf("", in, "address base of kind %T", ad.Base)
@@ -281,8 +300,4 @@ func (v *verifier) hasParam(p *Param) bool {
 		}
 	}
 	return false
-}
-
-func (s Special) needsCluster() bool {
-	return s == ClusterCtaRank || s == ClusterNCtaRank || s == ClusterIDX
 }

@@ -170,6 +170,15 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 	if err != nil {
 		return ci, err
 	}
+	for _, a := range in.Args {
+		// An implicit 1x1x1 cluster gives %cluster_ctarank,
+		// %cluster_nctarank and %clusterid.x; the other cluster
+		// registers come with clusters.
+		if s, ok := a.(ptx.Special); ok && s > ptx.ClusterIDX && s <= ptx.IsExplicitCluster {
+			ci.kind, ci.msg = kFault, "cluster special registers: clusters are not supported yet"
+			return ci, nil
+		}
+	}
 	switch in.Op {
 	case "bra":
 		ci.kind = kBra
@@ -188,6 +197,12 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 		ci.fn = func(*warp, uint32) *Fault { return nil }
 	case "mapa":
 		ci.kind, ci.msg = kFault, "mapa: clusters are not supported yet"
+	case "mbarrier":
+		ci.kind, ci.msg = kFault, "mbarrier: mbarriers are not supported yet"
+	case "cp":
+		ci.kind, ci.msg = kFault, "cp.async.bulk: bulk copies are not supported yet"
+	case "elect":
+		ci.kind, ci.msg = kFault, "elect.sync: not supported yet"
 	case "ld", "st", "atom", "red", "cvta":
 		ci.fn, err = c.memory(&ci, in, sig)
 	default:

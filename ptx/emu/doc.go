@@ -146,7 +146,13 @@
 // with the first cluster kernel: launches whose contract has Cluster > 1
 // (refused today), a .shared::cluster window per rank for mapa,
 // ld/st/atom.shared::cluster into other CTAs, and barrier.cluster
-// arrive/wait (mapa and barrier.cluster fault as not supported yet).
+// arrive/wait (mapa and barrier.cluster fault as not supported yet). The
+// rest of package ptx's sm_90 vocabulary faults the same way when a thread
+// gets there: mbarrier, cp.async.bulk, elect.sync, the .shared::cta
+// spelling, and the cluster registers other than those three
+// (%cluster_ctaid, %nclusterid..., %is_explicit_cluster); a kernel with
+// .explicitcluster and no .reqnctapercluster is refused at launch.
+// fence.mbarrier_init, like every fence, needs no work.
 //
 // # Speed
 //

@@ -269,6 +269,53 @@ func TestClustersNotSupportedYet(t *testing.T) {
 	}
 }
 
+// The sm_90 cluster vocabulary (mbarriers, bulk copies, elect.sync, the
+// cluster registers beyond an implicit 1x1x1 cluster's, .explicitcluster)
+// loads, and faults as not supported when a thread gets there.
+func TestClusterVocabularyNotSupportedYet(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	bar := m.Shared("bar", ptx.B64, 1, 8)
+	buf := m.Shared("buf", ptx.B8, 64, 16)
+	for _, tc := range []struct {
+		name  string
+		build func(e *ptx.Entry)
+	}{
+		{"mbarrier", func(e *ptx.Entry) { e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(1)) }},
+		{"bulk", func(e *ptx.Entry) {
+			g := e.Reg(ptx.U64)
+			e.Mov(g, ptx.Imm(0))
+			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(g, 0), ptx.Imm(16), ptx.At(bar, 0))
+		}},
+		{"elect", func(e *ptx.Entry) { e.ElectSync(ptx.Sink{}, e.Pred(), ptx.Imm(-1)) }},
+		{"ctaid", func(e *ptx.Entry) { e.Mov(e.Reg(ptx.U32), ptx.ClusterCtaIDX) }},
+		{"explicit", func(e *ptx.Entry) { e.Mov(e.Pred(), ptx.IsExplicitCluster) }},
+		{"sharedcta", func(e *ptx.Entry) { e.Ld(ptx.SpaceSharedCTA, e.Reg(ptx.U32), ptx.At(buf, 0)) }},
+	} {
+		e := m.NewEntry(tc.name)
+		tc.build(e)
+		e.Ret()
+	}
+	e := m.NewEntry("explicit_launch")
+	e.ExplicitCluster = true
+	e.Ret()
+	p := mustLoad(t, m)
+	for _, k := range []struct{ entry, want string }{
+		{"mbarrier", "mbarrier: mbarriers are not supported yet"},
+		{"bulk", "cp.async.bulk: bulk copies are not supported yet"},
+		{"elect", "elect.sync: not supported yet"},
+		{"ctaid", "clusters are not supported yet"},
+		{"explicit", "clusters are not supported yet"},
+		{"sharedcta", "the .shared::cta state space is not supported yet"},
+	} {
+		_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, k.entry, 32, 0)})
+		wantFault(t, err, FaultUnsupported, k.want)
+	}
+	_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "explicit_launch", 32, 0)})
+	if err == nil || !strings.Contains(err.Error(), ".explicitcluster without .reqnctapercluster") {
+		t.Errorf(".explicitcluster launch: %v", err)
+	}
+}
+
 // A bad launch is a plain error, raised before anything runs: a bad
 // contract, one that is not the entry's, arguments that Args.Check refuses,
 // limits a driver would enforce.

@@ -234,6 +234,9 @@ func (k *kernel) prepare(mem *Memory, l Launch) (*launchState, error) {
 	if c.Cluster > 1 {
 		return nil, bad("clusters of %d CTAs: clusters are not supported yet", c.Cluster)
 	}
+	if e := k.entry; e.ExplicitCluster && e.ReqNCTAPerCluster[0] == 0 {
+		return nil, bad(".explicitcluster without .reqnctapercluster: launches with cluster dimensions are not supported yet")
+	}
 	ls.nthreads = c.Block
 	if k.staticShared > maxStaticShared {
 		return nil, bad("%d bytes of static shared memory, at most %d", k.staticShared, maxStaticShared)
