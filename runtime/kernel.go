@@ -17,17 +17,17 @@ import (
 // and the launch contract it was loaded with.
 type Kernel struct {
 	Contract ptx.Launch // the contract: entry, block, cluster, shared memory, parameters
-	Target string     // the PTX's .target
+	Target   string     // the PTX's .target
 	// What the JIT made of it.
-	Regs       int    // registers per thread
-	LocalBytes int    // local memory per thread (spills)
-	MaxThreads int    // most threads per CTA it can launch with
+	Regs       int // registers per thread
+	LocalBytes int // local memory per thread (spills)
+	MaxThreads int // most threads per CTA it can launch with
 	// MaxActiveClusters is, for a cluster kernel, how many of its clusters
 	// the device holds at once (cuOccupancyMaxActiveClusters, asked at
 	// load); 0 for a kernel without clusters.
 	MaxActiveClusters int
-	InfoLog    string // the JIT's info log (ptxas -v)
-	JITTime    time.Duration
+	InfoLog           string // the JIT's info log (ptxas -v)
+	JITTime           time.Duration
 
 	dev *Device
 	mod cu.Module
