@@ -199,7 +199,9 @@ func countGE(k *Kernel, s *Stream, rows [][]float32, stride int, thr []float32) 
 	if err == nil {
 		err = k.Launch(s, len(rows), args)
 	}
-	if err == nil {
+	if err == nil && s == nil {
+		err = d.Synchronize() // the default stream
+	} else if err == nil {
 		err = s.Synchronize()
 	}
 	if err == nil {

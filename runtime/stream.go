@@ -57,8 +57,12 @@ func (s *Stream) handle() cu.Stream {
 	return s.s
 }
 
-// Synchronize waits for the work queued on s.
+// Synchronize waits for the work queued on s. The default stream (nil)
+// has no device to wait on: use Device.Synchronize.
 func (s *Stream) Synchronize() error {
+	if s == nil {
+		return errors.New("gvr/runtime: Synchronize of the default stream (a nil *Stream): use Device.Synchronize")
+	}
 	if err := s.check(s.dev); err != nil {
 		return err
 	}
