@@ -277,14 +277,24 @@ func TestJITErrorLog(t *testing.T) {
 	d := device(t)
 	k, err := gen.Generate("count_ge", func() gen.Config { c := small; c.Target = d.Info().Target; return c }())
 	must(t, err)
-	text := strings.Replace(k.PTX(), "ret;", "mov.u32 %no_such_register, 1;\n\tret;", 1)
+	// Text gvr cannot read is refused before the JIT, saying why.
+	bad := strings.Replace(k.PTX(), "ret;", "mov.u32 %no_such_register, 1;\n\tret;", 1)
+	if _, err := d.LoadPTX(bad, "count_ge", k.Launch.SharedBytes); err == nil || !strings.Contains(err.Error(), "reading the PTX") ||
+		!strings.Contains(err.Error(), "no_such_register") {
+		t.Errorf("PTX with an undeclared register: %v; want a parse error naming it", err)
+	}
+	// Text that reads well but that the JIT refuses: 1 MB of static
+	// shared memory, more than any SM has.
+	text := strings.Replace(k.PTX(), ".extern .shared .align 16 .b8 count_ge_smem[];",
+		".extern .shared .align 16 .b8 count_ge_smem[];\n.shared .align 4 .b8 too_big[1048576];", 1)
+	text = strings.Replace(text, "\tret;", "\tst.shared.u32 \t[too_big+1048572], %r1;\n\tret;", 1)
 	_, err = d.LoadPTX(text, "count_ge", k.Launch.SharedBytes)
 	var je *JITError
 	if !errors.As(err, &je) {
-		t.Fatalf("bad PTX: error %v, want a *JITError", err)
+		t.Fatalf("PTX the JIT refuses: error %v, want a *JITError", err)
 	}
 	t.Logf("the error:\n%v", err)
-	if !strings.Contains(strings.ToLower(je.Log), "error") || !strings.Contains(je.Log, "no_such_register") {
+	if !strings.Contains(strings.ToLower(je.Log), "error") || !strings.Contains(je.Log, "shared") {
 		t.Errorf("the JIT error log does not say what is wrong: %q", je.Log)
 	}
 	var de *DriverError
