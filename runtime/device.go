@@ -13,7 +13,7 @@ import (
 
 // Device is one GPU and its primary context. Open returns the same Device
 // for the same ordinal for the life of the process, and there is no Close:
-// the context stays retained, and the kernels of its module cache loaded,
+// the context stays retained, and the modules loaded on it stay loaded,
 // until the process exits. Every method is safe for concurrent use.
 type Device struct {
 	info Info

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs gvr's GPU checks on a GPU machine, from the repo root, with what
 # `make gpu-test` built into gpubin/ (no Go toolchain needed there):
-#   runtime  gpubin/runtime.test -test.v   (device, buffers, JIT logs, launches, graphs)
+#   runtime  gpubin/runtime.test -test.v   (device, buffers, JIT logs, launches by contract,
+#            streams and events, graphs, clusters)
 #   topk     gpubin/topk.test -test.v      (adversarial exactness, determinism, decode loop, graphs,
-#            errors), in groups of tests, one process each (see TOPK_GROUPS)
+#            errors, a shared selector, streams, two GPUs where there are two, the interpreter
+#            against the GPU, TestFuzzGPU), in groups of tests, one process each (see TOPK_GROUPS)
 #   sanitize compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
 #            gpubin/topk.test's SANITIZE_TESTS (small sizes); any reported error fails
-#   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx, the embedded
+#   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx and
 #            golden/*.ptx; all must assemble, every sm_100 one included
 #   bench    gpubin/gvrbench               (the benchmark table)
 # Each step's full output goes to $OUT (or gpubin/out when OUT is unset);

@@ -15,9 +15,8 @@ func Example() {
 	const layers, rows, n = 4, 8, 65536
 
 	// One selector for the model: K = 2048, up to 8 rows a step, one feedback
-	// buffer per layer. The kernels are JIT-compiled for the GPU from PTX
-	// embedded in package runtime (a standard configuration on sm_80/90/100)
-	// or generated.
+	// buffer per layer. Its kernels are generated for the GPU and
+	// JIT-compiled on first use in the process.
 	sel, err := topk.NewSelector(topk.Config{K: 2048, MaxRows: rows, Layers: layers})
 	if err != nil {
 		log.Fatal(err) // built without -tags cuda: runtime.ErrNoCUDA
