@@ -37,6 +37,14 @@
 // MbarrierTryWaitParity, MbarrierWait, MbarrierInval), CpAsyncBulk and
 // ElectSync. A result PTX lets a program drop is the operand Sink{} (_).
 //
+// A kernel's launch contract (launch.go) is a Launch: its entry, block,
+// cluster shape, dynamic shared memory and named, typed parameters, a
+// pointer parameter with the alignment its accesses need (printed as
+// .ptr.global.align N, so the text declares it too; LaunchOf reads a
+// contract back from a module). Args holds one launch's arguments, set by
+// name and checked (every one set, no unknown name, pointers aligned)
+// before the interpreter or a driver launches anything.
+//
 // Targets (target.go) carry the minimum .version that knows them; the
 // emitted .version is that minimum, raised only when an instruction in the
 // module needs a newer ISA, so a module loads on the oldest driver that can
