@@ -57,11 +57,12 @@ ptxas: ## fetch pinned ptxas 11.8 into the cache, print its path
 cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 	scripts/cuda-tools.sh headers
 
-# golden/ holds sm_90 PTX; every kernel is also generated for sm_80 (the
-# oldest target, PTX 7.0) into a temporary directory and assembled.
+# golden/ holds sm_90 PTX; every kernel but the cluster ones (sm_90+) is
+# also generated for sm_80 (the oldest target, PTX 7.0) into a temporary
+# directory and assembled.
 ptxas-check: ## assemble golden/ and every kernel for sm_80 with ptxas 11.8 (PTXAS=... for another)
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
-	for k in $$($(GO) run ./cmd/ptxgen -list | awk '/^  /{print $$1}'); do \
+	for k in $$($(GO) run ./cmd/ptxgen -list | awk '/^  / && $$1 !~ /^cluster_/ {print $$1}'); do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch sm_80 -o "$$d/$${k}_sm_80.ptx" || exit 1; \
 	done && scripts/ptxas-check.sh golden "$$d"
 
@@ -91,7 +92,9 @@ gpu-test: ## build GPU test + benchmark binaries and sm_90/100/120 PTX into gpub
 	@for arch in sm_90 sm_100 sm_120; do for k in gvr_topk topk_fallback topk_radix; do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -o $(GPUBIN)/$${k}_$$arch.ptx && \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -instrument -o $(GPUBIN)/$${k}_instrumented_$$arch.ptx \
-		|| exit 1; done; done
+		|| exit 1; done; \
+		for k in cluster_count_ge cluster_read; do \
+		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster 8 -o $(GPUBIN)/$${k}_$$arch.ptx || exit 1; done; done
 	@echo "gpu-test: $$(ls $(GPUBIN) | wc -l) files in $(GPUBIN)/ ($$(du -sh $(GPUBIN) | cut -f1)); on the GPU machine, from the repo root: scripts/gpu-run.sh"
 
 BENCHFLAGS ?=

@@ -27,6 +27,17 @@ type Config struct {
 	// costs a bitonic sort of K elements per row: about 11.6 us for
 	// K = 2048 on an H200 (see docs/perf-notes.md).
 	Sorted bool
+	// Cluster is how many CTAs of a thread-block cluster share one row,
+	// for the cluster kernels (sm_90+); 0 means 1. Up to 8 is portable;
+	// 16 launches only after the non-portable opt-in, which the launch
+	// contract asks for.
+	Cluster int
+	// MaxN is the longest row a cluster kernel keeps in its cluster's
+	// shared memory: each CTA holds MaxN/Cluster elements (rounded up to
+	// 4), so it sizes the dynamic shared memory; 0 means as many as the
+	// target's shared memory holds. Elements of a longer row past that
+	// are read from global memory instead.
+	MaxN int
 }
 
 // DefaultConfig is the configuration of the GVR paper: K = 2048,
@@ -34,6 +45,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{K: 2048, MaxCandidates: 6144, BlockSize: 512, Bins: 2048, Target: ptx.SM100}
 }
+
+func (c Config) cluster() int { return max(c.Cluster, 1) }
 
 func (c Config) unroll() int {
 	if c.Unroll == 0 {
@@ -52,6 +65,12 @@ func (c Config) String() string {
 	}
 	if c.Sorted {
 		s += " Sorted"
+	}
+	if c.Cluster > 1 {
+		s += fmt.Sprintf(" Cluster=%d", c.Cluster)
+	}
+	if c.MaxN != 0 {
+		s += fmt.Sprintf(" MaxN=%d", c.MaxN)
 	}
 	return s
 }
@@ -76,6 +95,14 @@ func (c Config) Validate() error {
 	}
 	if c.Unroll < 0 || c.Unroll > 16 {
 		bad("Unroll = %d: must be between 0 (default) and 16", c.Unroll)
+	}
+	if c.Cluster < 0 || c.Cluster > 16 {
+		bad("Cluster = %d: must be 0 or 1 (none) to 16", c.Cluster)
+	} else if c.Cluster > 1 && c.Target.Name != "" && !c.Target.Has(ptx.FeatCluster) {
+		bad("Cluster = %d: %s has no thread-block clusters (sm_90+)", c.Cluster, c.Target.Name)
+	}
+	if c.MaxN < 0 || c.MaxN > 1<<30 {
+		bad("MaxN = %d: must be 0 to 2^30", c.MaxN)
 	}
 	if c.Target.Name == "" {
 		bad("no target")

@@ -21,17 +21,22 @@ type Kernel struct {
 func (k *Kernel) PTX() string { return ptx.Text(k.Module) }
 
 type generator struct {
-	doc string
-	gen func(Config) (*Kernel, error)
+	doc     string
+	gen     func(Config) (*Kernel, error)
+	cluster bool // one row per thread-block cluster of Config.Cluster CTAs
 }
 
 var generators = map[string]generator{
-	"count_ge":      {"block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", genCountGE},
-	"warp_reduce":   {"warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", genWarpReduce},
-	"block_scan":    {"block-wide exclusive prefix sum of u32 values per row", genBlockScan},
-	"gvr_topk":      {"GVR Top-K per row, guided by the previous step's Top-K indices", genGVR},
-	"topk_fallback": {"Top-K per row without a prediction: GVR with a guess from a strided sample", genFallback},
-	"topk_radix":    {"Top-K per row by exact radix select over the row", genRadix},
+	"count_ge":      {"block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", genCountGE, false},
+	"warp_reduce":   {"warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", genWarpReduce, false},
+	"block_scan":    {"block-wide exclusive prefix sum of u32 values per row", genBlockScan, false},
+	"gvr_topk":      {"GVR Top-K per row, guided by the previous step's Top-K indices", genGVR, false},
+	"topk_fallback": {"Top-K per row without a prediction: GVR with a guess from a strided sample", genFallback, false},
+	"topk_radix":    {"Top-K per row by exact radix select over the row", genRadix, false},
+	"cluster_count_ge": {"count_ge with one row per cluster of Cluster CTAs: slices bulk-copied into shared memory, counts combined over DSMEM (sm_90+)",
+		genClusterCountGE, true},
+	"cluster_read": {"a cluster's CTAs bulk-copy their slices of a row into shared memory, nothing else: the floor of a cluster kernel (sm_90+)",
+		genClusterRead, true},
 }
 
 // Names lists the kernels Generate knows, sorted.
@@ -55,6 +60,13 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", name, err)
+	}
+	if g.cluster {
+		if err := checkCluster(cfg); err != nil {
+			return nil, fmt.Errorf("kernel %s (%v): %w", name, cfg, err)
+		}
+	} else if cfg.Cluster > 1 || cfg.MaxN != 0 {
+		return nil, fmt.Errorf("kernel %s (%v): Cluster and MaxN are for the cluster kernels; %s runs one CTA per row", name, cfg, name)
 	}
 	k, err := g.gen(cfg)
 	if err != nil {

@@ -3,7 +3,8 @@
 # (golden/<kernel>_<config>_sm_90.ptx -> -arch=sm_90), and fails on any error.
 # Arguments: .ptx files and/or directories (searched for *.ptx); default: golden.
 # ptxas is the pinned 11.8 from scripts/cuda-tools.sh unless PTXAS names another.
-# Arches this ptxas does not know (11.8: sm_90a, sm_100...) are skipped with a note.
+# Arches this ptxas does not know (11.8: sm_90a, sm_100...), and PTX newer than it
+# reads (11.8: past 7.8, so the cluster kernels' 8.0), are skipped with a note.
 # Fails when no file gets checked, so a broken glob cannot pass silently.
 set -euo pipefail
 
@@ -11,6 +12,9 @@ PTXAS=${PTXAS:-$("$(dirname "$0")/cuda-tools.sh" ptxas)}
 # The -arch values this ptxas accepts, from its --help ("'sm_80','sm_86',...").
 known=" $("$PTXAS" --help | grep -o "'sm_[0-9]*[a-z]*'" | tr -d "'" | tr '\n' ' ') "
 version=$("$PTXAS" --version | grep -o 'release [0-9.]*')
+# The newest PTX ISA this ptxas reads: CUDA 11.Y reads 7.Y, 12.Y 8.Y, 13.Y 9.Y.
+rel=${version#release }
+maxisa=$(( ${rel%%.*} - 4 )).${rel#*.}
 
 files=()
 for a in "${@:-golden}"; do
@@ -33,6 +37,11 @@ for f in "${files[@]}"; do
   arch=${BASH_REMATCH[1]}
   if [[ $known != *" $arch "* ]]; then
     echo "skip $f: ptxas $version does not know $arch"
+    skipped=$((skipped + 1)); continue
+  fi
+  isa=$(sed -n 's/^\.version \([0-9]*\.[0-9]*\)$/\1/p' "$f" | head -n 1)
+  if [ -n "$isa" ] && [ "$(printf '%s\n%s\n' "$isa" "$maxisa" | sort -V | tail -n 1)" != "$maxisa" ]; then
+    echo "skip $f: PTX $isa is newer than ptxas $version reads ($maxisa)"
     skipped=$((skipped + 1)); continue
   fi
   if out=$("$PTXAS" -arch="$arch" -v -o /dev/null "$f" 2>&1); then

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ var kernelDocs = map[string]string{
 	"feedback": "gvr_topk with its own previous output as the prediction, in place (a decode step on unchanged scores: a perfect prediction)",
 	"fallback": "topk_fallback: no prediction, the guess comes from a sample of the row (the baseline)",
 	"radix":    "topk_radix: exact radix select over the row",
+	"floor":    "cluster_read: the row read once into a cluster's shared memory and nothing else, for each -cluster size (columns floorC): the floor of a cluster kernel (sm_90+)",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -41,6 +43,21 @@ type options struct {
 	values         bool
 	asJSON         bool
 	out            string
+	clusters       []int // the cluster sizes of the floor kernels
+}
+
+// floorPrefix names the floor kernels' columns: floor8 is cluster_read
+// with clusters of 8 CTAs.
+const floorPrefix = "floor"
+
+// floorCluster is the cluster size of floor kernel name, or 0 for another
+// kernel.
+func floorCluster(name string) int {
+	c, err := strconv.Atoi(strings.TrimPrefix(name, floorPrefix))
+	if !strings.HasPrefix(name, floorPrefix) || err != nil {
+		return 0
+	}
+	return c
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -48,7 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	batches := fs.String("batch", "1,8,64", "batch sizes (rows per launch), comma-separated")
 	ns := fs.String("n", "8192,16384,32768,65536,70690,131072,262144", "row lengths N, comma-separated")
-	kernels := fs.String("kernels", "gvr,feedback,fallback,radix", "kernels to time: gvr, feedback, fallback, radix")
+	kernels := fs.String("kernels", "gvr,feedback,fallback,radix", "kernels to time: gvr, feedback, fallback, radix, floor")
+	clusters := fs.String("cluster", "8,16", "the floor kernel's cluster sizes, comma-separated (1 to 16)")
 	var o options
 	fs.IntVar(&o.k, "k", 2048, "K")
 	fs.IntVar(&o.iters, "iters", 50, "timed launches per median")
@@ -86,11 +104,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.ns, err = parseInts(*ns); err != nil {
 		return fail(2, "-n %v", err)
 	}
+	if o.clusters, err = parseInts(*clusters); err != nil || slices.Max(o.clusters) > 16 {
+		return fail(2, "-cluster %q: want comma-separated cluster sizes from 1 to 16", *clusters)
+	}
 	for _, k := range strings.Split(*kernels, ",") {
 		if _, ok := kernelDocs[k]; !ok {
-			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix)", k)
+			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor)", k)
 		}
-		o.kernels = append(o.kernels, k)
+		if k != floorPrefix {
+			o.kernels = append(o.kernels, k)
+			continue
+		}
+		for _, c := range o.clusters {
+			o.kernels = append(o.kernels, fmt.Sprintf("%s%d", floorPrefix, c))
+		}
 	}
 	for _, m := range strings.Split(*mode, ",") {
 		switch m {
@@ -253,6 +280,9 @@ func (b *bencher) load() error {
 	cfg.Target = b.dev.Info().Target
 	names := map[string]string{"gvr": "gvr_topk", "feedback": "gvr_topk", "fallback": "topk_fallback", "radix": "topk_radix"}
 	for _, k := range b.o.kernels {
+		if floorCluster(k) > 0 {
+			continue // loaded per N (floorKernel): its shared memory holds a row
+		}
 		for _, instr := range []bool{false, true} {
 			if instr && (!b.o.phases || k == "radix") {
 				continue
@@ -341,7 +371,7 @@ func (b *bencher) data(n int) (*dataset, error) {
 	d.prior = allocUp(4*rows*k, func(buf *runtime.Buffer) error { return runtime.Upload(buf, priors) })
 	for _, name := range b.o.kernels {
 		// The feedback kernel starts from the prior too.
-		d.out[name] = allocUp(4*rows*k, func(buf *runtime.Buffer) error { return runtime.Upload(buf, priors) })
+		d.out[name] = allocUp(4*rows*max(k, 16), func(buf *runtime.Buffer) error { return runtime.Upload(buf, priors) })
 	}
 	if b.o.values {
 		d.vals = allocUp(4*rows*k, nil)
@@ -363,8 +393,11 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	if d.vals != nil {
 		vals = d.vals.Ptr()
 	}
-	a := k.Args().Set("scores", d.scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr()).
-		Set("out_idx", d.out[name].Ptr()).Set("out_vals", vals)
+	a := k.Args().Set("scores", d.scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr())
+	if floorCluster(name) > 0 {
+		return a.Set("held", d.out[name].Ptr())
+	}
+	a.Set("out_idx", d.out[name].Ptr()).Set("out_vals", vals)
 	K := uint64(b.o.k)
 	switch name {
 	case "gvr":
@@ -378,16 +411,43 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	return a
 }
 
+// floorKernel loads cluster_read for clusters of c CTAs holding rows of
+// n elements.
+func (b *bencher) floorKernel(c, n int) (*runtime.Kernel, error) {
+	cfg := gen.DefaultConfig()
+	cfg.Target, cfg.Cluster, cfg.MaxN = b.dev.Info().Target, c, n
+	k, err := topk.Kernel(b.dev, "cluster_read", cfg)
+	if err != nil {
+		return nil, err
+	}
+	if desc := fmt.Sprintf("%v (%s), %d clusters resident", k, cfg, k.MaxActiveClusters); !slices.Contains(b.rep.Loaded, desc) {
+		b.rep.Loaded = append(b.rep.Loaded, desc)
+	}
+	return k, nil
+}
+
 // measure times every kernel on the first batch rows of d, cold and warm,
 // checks the outputs, and takes the phase breakdown.
 func (b *bencher) measure(d *dataset, batch int) error {
 	for _, name := range b.o.kernels {
-		args := b.args(name, b.kern[name], d, false)
+		k := b.kern[name]
+		if c := floorCluster(name); c > 0 {
+			cfg := gen.DefaultConfig()
+			cfg.Target, cfg.Cluster, cfg.MaxN = b.dev.Info().Target, c, d.n
+			if err := cfg.Validate(); err != nil || !gen.FitsCluster(cfg) {
+				continue // a row this long does not fit in clusters of c: no floor (the table shows -)
+			}
+			var err error
+			if k, err = b.floorKernel(c, d.n); err != nil {
+				return fmt.Errorf("%s, N %d: %w", name, d.n, err)
+			}
+		}
+		args := b.args(name, k, d, false)
 		for _, cold := range []bool{true, false} {
 			if (cold && !b.o.cold) || (!cold && !b.o.hot) {
 				continue
 			}
-			samples, err := b.time(b.kern[name], batch, args, cold)
+			samples, err := b.time(k, batch, args, cold)
 			if err != nil {
 				return fmt.Errorf("%s, batch %d, N %d: %w", name, batch, d.n, err)
 			}
@@ -445,8 +505,27 @@ func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, f
 	return runtime.Elapsed(b.start, b.end)
 }
 
-// check compares the kernel's last output for the batch with the reference.
+// check compares the kernel's last output for the batch with the reference
+// (a floor kernel's: each CTA holds its slice of the row, the whole row
+// between them).
 func (b *bencher) check(name string, d *dataset, batch int) error {
+	if c := floorCluster(name); c > 0 {
+		held := make([]int32, batch*c)
+		if err := runtime.Download(held, d.out[name]); err != nil {
+			return err
+		}
+		chunk := (d.n + 4*c - 1) / (4 * c) * 4
+		for r := range batch {
+			for rank := range c {
+				want := min(chunk, max(0, d.n-rank*chunk))
+				if got := held[r*c+rank]; int(got) != want {
+					b.rep.Mismatches = append(b.rep.Mismatches, fmt.Sprintf("%s, batch %d, N %d, row %d: CTA %d holds %d elements, want %d",
+						name, batch, d.n, r, rank, got, want))
+				}
+			}
+		}
+		return nil
+	}
 	k := b.o.k
 	idx := make([]int32, batch*k)
 	if err := runtime.Download(idx, d.out[name]); err != nil {

@@ -165,14 +165,18 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, h2.String())
 	for _, b := range r.batches() {
 		for _, n := range r.ns() {
-			if r.median(b, n, modes[0], r.Kernels[0]) == 0 {
+			if !slices.ContainsFunc(r.Timings, func(t Timing) bool { return t.Batch == b && t.N == n }) {
 				continue
 			}
 			fmt.Fprintf(w, "%5d %7d", b, n)
 			for _, m := range modes {
 				w.Write([]byte(" |"))
 				for _, k := range r.Kernels {
-					fmt.Fprintf(w, "%*.1f", colW, r.median(b, n, m, k))
+					if v := r.median(b, n, m, k); v > 0 {
+						fmt.Fprintf(w, "%*.1f", colW, v)
+					} else {
+						fmt.Fprintf(w, "%*s", colW, "-") // not measured: a floor whose cluster cannot hold the row
+					}
 				}
 				if speedup {
 					g, f := r.median(b, n, m, "gvr"), r.median(b, n, m, "fallback")

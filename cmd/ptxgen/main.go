@@ -44,6 +44,7 @@ func defaultKernel() string {
 type spec struct {
 	kernel, arch                    string
 	k, maxCand, block, bins, unroll int
+	cluster, maxN                   int
 	instrument                      bool
 }
 
@@ -54,7 +55,7 @@ func defaultSpec() spec {
 }
 
 // configFlags are the flags that set a spec; -diff takes the same names.
-var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument"}
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n"}
 
 // register defines the flags of configFlags on fs, s's fields their
 // defaults and destinations.
@@ -67,6 +68,8 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.arch, "arch", s.arch, "target architecture: "+ptx.TargetNames())
 	fs.IntVar(&s.unroll, "unroll", s.unroll, "float4 loads in flight per thread in a pass over a row (0: the generator's default)")
 	fs.BoolVar(&s.instrument, "instrument", s.instrument, "emit phase timestamps and counters into a stats buffer")
+	fs.IntVar(&s.cluster, "cluster", s.cluster, "cluster kernels: CTAs per thread-block cluster, 1 to 16 (sm_90+)")
+	fs.IntVar(&s.maxN, "max-n", s.maxN, "cluster kernels: the longest row a cluster holds in shared memory")
 }
 
 // generate builds the kernel s names.
@@ -83,6 +86,8 @@ func (s spec) generate() (*gen.Kernel, error) {
 		Target:        target,
 		Unroll:        s.unroll,
 		Instrument:    s.instrument,
+		Cluster:       s.cluster,
+		MaxN:          s.maxN,
 	})
 }
 

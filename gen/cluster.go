@@ -1,0 +1,319 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// Clusters: a thread-block cluster of C CTAs (sm_90+) holds one row. CTA r
+// of the cluster (its rank) brings its slice of the row into its own
+// shared memory once, with a bulk copy on an mbarrier, and the work that
+// follows reads shared memory; what must be combined across the row is
+// combined across the cluster through distributed shared memory. A row is
+// read from HBM once, by C SMs at a time, instead of by one.
+
+// clusterShared is the shared memory of a cluster kernel's slice.
+type clusterShared struct {
+	bar   region // the mbarrier the bulk copy completes on (8 bytes)
+	count region // a u32 the cluster's CTAs add into (rank 0's is used)
+	slice region // the slice, shifted by 0-3 words so that its 16-byte-aligned part lands 16-byte aligned
+	cap   int    // elements the slice region holds
+}
+
+// sliceCapacity is how many elements of a row of at most maxN elements
+// each of c CTAs holds: ceil(maxN/c) rounded up to a whole vector of 4.
+func sliceCapacity(maxN, c int) int {
+	per := (maxN + c - 1) / c
+	return (per + 3) / 4 * 4
+}
+
+// maxN is cfg.MaxN, or when it is 0 the longest row the cluster can hold:
+// each CTA's slice as large as the target's shared memory allows.
+func (cfg Config) maxN() int {
+	if cfg.MaxN > 0 {
+		return cfg.MaxN
+	}
+	const overhead = 8 + 4 + 3*4 + 16 // mbarrier, counter, shift, alignment
+	per := (MaxSharedPerBlock(cfg.Target) - overhead - 4*32) / 4 / 4 * 4
+	return per * cfg.cluster()
+}
+
+// allocCluster lays out a cluster kernel's shared memory for cfg.
+func allocCluster(l *layout, cfg Config) clusterShared {
+	cap := sliceCapacity(cfg.maxN(), cfg.cluster())
+	return clusterShared{
+		bar:   l.alloc("mbarrier", 8, 8),
+		count: l.alloc("cluster_count", 4, 4),
+		// 3 words more: the shift of up to 3 words that aligns the slice.
+		slice: l.alloc("slice", 4*(cap+3), 16),
+		cap:   cap,
+	}
+}
+
+// clusterSharedBytes is the dynamic shared memory a cluster kernel of cfg
+// needs, for Validate-style checks before generating.
+func clusterSharedBytes(cfg Config) int {
+	var l layout
+	allocCluster(&l, cfg)
+	return l.size
+}
+
+// slice is this CTA's part of its cluster's row, once in shared memory:
+// elements [lo, lo+held) of the row are at shared address at (a u32
+// register) onwards, one word each; elements [lo+held, lo+n) did not fit
+// (a row longer than MaxN) and stay in global memory at over.
+type slice struct {
+	rank, row ptx.Reg // %cluster_ctarank, %clusterid.x: the row
+	lo, n     ptx.Reg // the slice: the row's elements [lo, lo+n)
+	held      ptx.Reg // of them, in shared memory
+	at        ptx.Reg // u32 shared address of element lo
+	over      ptx.Reg // u64 global address of element lo+held
+}
+
+// loadSlice brings this CTA's slice of row (a global address, rowLen
+// elements) into shared memory: CTA r of C takes elements [r*chunk,
+// (r+1)*chunk), chunk = ceil(rowLen/C) rounded up to 4. The 16-byte-aligned
+// middle of the slice comes by one bulk copy completing on the mbarrier;
+// the 0-3 elements before it and after it by plain loads, meanwhile. It
+// ends with the slice in shared memory and every thread past a CTA
+// barrier. before runs once the mbarrier is initialised and before the
+// cluster barrier that makes it visible (a kernel puts its own shared
+// setup there, such as clearing what other CTAs will add into).
+func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
+	e := c.e
+	s := slice{rank: c.u32(), row: c.u32()}
+	e.Mov(s.rank, ptx.ClusterCtaRank)
+	e.Mov(s.row, ptx.ClusterIDX)
+
+	// chunk = ceil(rowLen/C) rounded up to 4; lo = min(rank*chunk, rowLen);
+	// n = min(chunk, rowLen-lo).
+	chunk := c.u32()
+	e.Add(chunk, rowLen, ptx.Imm(int64(4*clusterSize-1)))
+	e.Div(chunk, chunk, ptx.Imm(int64(4*clusterSize)))
+	e.Shl(chunk, chunk, ptx.Imm(2))
+	s.lo = c.u32()
+	e.Mul(s.lo, s.rank, chunk)
+	e.Min(s.lo, s.lo, rowLen)
+	s.n = c.u32()
+	e.Sub(s.n, rowLen, s.lo)
+	e.Min(s.n, s.n, chunk)
+	s.held = c.u32()
+	e.Min(s.held, s.n, ptx.Imm(int64(sh.cap)))
+
+	// The slice's global address g; head = elements before the first
+	// 16-byte boundary at or after g (0-3, at most held); the vectors
+	// after them; tail = what is left of held.
+	g := c.u64()
+	e.MulWide(g, s.lo, ptx.Imm(4))
+	e.Add(g, g, row)
+	low := c.u32()
+	e.Cvt(low, g)
+	e.And(low, low, ptx.Imm(15))
+	head := c.u32()
+	e.Sub(head, ptx.Imm(16), low)
+	e.And(head, head, ptx.Imm(15))
+	e.Shr(head, head, ptx.Imm(2))
+	e.Min(head, head, s.held)
+	vecBytes := c.u32()
+	e.Sub(vecBytes, s.held, head)
+	e.And(vecBytes, vecBytes, ptx.Imm(^int64(3)))
+	e.Shl(vecBytes, vecBytes, ptx.Imm(2))
+
+	// Element j sits at word shift+j of the slice region, shift =
+	// (4-head) mod 4: then element head, the first vector, is 16-byte
+	// aligned in shared memory as in global memory (the bulk copy needs
+	// both).
+	shift := c.u32()
+	e.Sub(shift, ptx.Imm(4), head)
+	e.And(shift, shift, ptx.Imm(3))
+	s.at = c.u32()
+	e.Mad(s.at, shift, ptx.Imm(4), c.smem.base)
+	e.Add(s.at, s.at, ptx.Imm(int64(sh.slice.off)))
+	s.over = c.u64()
+	e.MulWide(s.over, s.held, ptx.Imm(4))
+	e.Add(s.over, s.over, g)
+
+	bar := ptx.At(c.smem.base, int64(sh.bar.off))
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.MbarrierInit(ptx.SpaceShared, bar, ptx.Imm(1))
+	})
+	if before != nil {
+		before(s)
+	}
+	// The initialised mbarrier must be visible to the bulk copy (the async
+	// proxy) and to the cluster before anyone uses it.
+	e.FenceMbarrierInit()
+	e.BarrierClusterArrive(ptx.SemRelease)
+	e.BarrierClusterWait(ptx.SemAcquire)
+
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		state := c.u64()
+		e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, state, bar, vecBytes)
+		e.If(c.setp(ptx.GT, vecBytes, ptx.Imm(0)), func() {
+			src := c.u64()
+			e.MulWide(src, head, ptx.Imm(4))
+			e.Add(src, src, g)
+			dst := c.u32()
+			e.Mad(dst, head, ptx.Imm(4), s.at)
+			e.CpAsyncBulk(ptx.At(dst, 0), ptx.At(src, 0), vecBytes, bar)
+		})
+	})
+	// Meanwhile the head and the tail, one element per thread.
+	tail0 := c.u32()
+	e.Shr(tail0, vecBytes, ptx.Imm(2))
+	e.Add(tail0, tail0, head)
+	tail := c.u32()
+	e.Sub(tail, s.held, tail0)
+	copyElem := func(j ptx.Reg) {
+		a := c.u64()
+		e.MulWide(a, j, ptx.Imm(4))
+		e.Add(a, a, g)
+		x := c.f32()
+		e.LdNC(x, ptx.At(a, 0))
+		d := c.u32()
+		e.Mad(d, j, ptx.Imm(4), s.at)
+		e.St(ptx.SpaceShared, ptx.F32, ptx.At(d, 0), x)
+	}
+	e.If(c.setp(ptx.LT, c.tid, head), func() { copyElem(c.tid) })
+	e.If(c.setp(ptx.LT, c.tid, tail), func() {
+		j := c.u32()
+		e.Add(j, tail0, c.tid)
+		copyElem(j)
+	})
+	e.MbarrierWait(ptx.SpaceShared, ptx.ScopeDefault, bar, ptx.Imm(0))
+	c.sync() // the head and tail other threads stored
+	return s
+}
+
+// clusterSum adds every CTA's v (the same in all of a CTA's threads) into
+// rank 0's counter through distributed shared memory, one add per CTA, and
+// returns the total in rank 0's thread 0 (other threads get garbage). The
+// counter was cleared before the cluster barrier of loadSlice.
+func (c *cta) clusterSum(sh clusterShared, s slice, v ptx.Reg) ptx.Reg {
+	e := c.e
+	counter := c.u32()
+	e.Add(counter, c.smem.base, ptx.Imm(int64(sh.count.off)))
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		remote := c.u32()
+		e.Mapa(ptx.SpaceSharedCluster, remote, counter, ptx.Imm(0))
+		e.Red(ptx.SpaceSharedCluster, "add", ptx.U32, ptx.At(remote, 0), v)
+	})
+	// Every add lands before rank 0 reads, and no CTA's shared memory goes
+	// away while another may still touch it.
+	e.BarrierClusterArrive(ptx.SemRelease)
+	e.BarrierClusterWait(ptx.SemAcquire)
+	total := c.u32()
+	e.If(c.setp(ptx.EQ, s.rank, ptx.Imm(0)), func() {
+		e.Ld(ptx.SpaceShared, total, ptx.At(counter, 0))
+	})
+	return total
+}
+
+// genClusterCountGE: cluster_count_ge(scores, row_stride, lengths,
+// thresholds, counts), count_ge with one row per cluster of cfg.Cluster
+// CTAs: each CTA brings its slice of the row into shared memory, counts
+// the elements >= thresholds[row] (or NaN) there, and the cluster combines
+// the counts over distributed shared memory, one add per CTA.
+func genClusterCountGE(cfg Config) (*Kernel, error) {
+	name := "cluster_count_ge"
+	m, e, sv := kernelModule(name, cfg)
+	C := cfg.cluster()
+	e.ReqNCTAPerCluster = ptx.Dim3{C}
+	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	scores, stride := c.globalParam("scores"), e.LdParam(e.Param("row_stride", ptx.U64))
+	lengths, thresholds, counts := c.globalParam("lengths"), c.globalParam("thresholds"), c.globalParam("counts")
+	sh := allocCluster(&c.smem.layout, cfg)
+	scratch := c.smem.alloc("warp_totals", 4*c.warps(), 4)
+
+	r := c.u32()
+	e.Mov(r, ptx.ClusterIDX)
+	n := c.u32()
+	e.Ld(ptx.SpaceGlobal, n, c.elemAddr(lengths, r, 4))
+	thr := c.f32()
+	e.Ld(ptx.SpaceGlobal, thr, c.elemAddr(thresholds, r, 4))
+	s := c.loadSlice(sh, C, c.rowAddr(scores, stride, r), n, func(s slice) {
+		e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.count, 0), ptx.Imm(0))
+		})
+	})
+
+	// Count over my slice in shared memory, then what did not fit, from
+	// global memory.
+	cnt := c.constU32(0)
+	i := c.u32()
+	e.Mov(i, c.tid)
+	e.While(func() ptx.Pred { return c.setp(ptx.LT, i, s.held) }, func() {
+		a := c.u32()
+		e.Mad(a, i, ptx.Imm(4), s.at)
+		x := c.f32()
+		e.Ld(ptx.SpaceShared, x, ptx.At(a, 0))
+		p := c.pred()
+		e.Setp(p, ptx.GEU, x, thr)
+		e.Guarded(p, func() { e.Add(cnt, cnt, ptx.Imm(1)) })
+		e.Add(i, i, ptx.Imm(int64(c.threads)))
+	})
+	rest := c.u32()
+	e.Sub(rest, s.n, s.held)
+	e.Add(cnt, cnt, c.countGE(s.over, rest, thr, cfg.unroll()))
+
+	// Combine across the CTA, then across the cluster.
+	total := c.clusterSum(sh, s, c.blockReduce("add", cnt, scratch))
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.If(c.setp(ptx.EQ, s.rank, ptx.Imm(0)), func() {
+			e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(counts, r, 4), total)
+		})
+	})
+	return finish(name, cfg, m, c)
+}
+
+// genClusterRead: cluster_read(scores, row_stride, lengths, held), the
+// floor of every cluster kernel: each CTA of a cluster brings its slice of
+// row clusterid into shared memory (loadSlice) and does nothing else but
+// write, in held[row*C + rank], how many elements it holds. Timing it
+// gives the least a kernel that reads its row into a cluster once can
+// take.
+func genClusterRead(cfg Config) (*Kernel, error) {
+	name := "cluster_read"
+	m, e, sv := kernelModule(name, cfg)
+	C := cfg.cluster()
+	e.ReqNCTAPerCluster = ptx.Dim3{C}
+	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	scores, stride := c.globalParam("scores"), e.LdParam(e.Param("row_stride", ptx.U64))
+	lengths, held := c.globalParam("lengths"), c.globalParam("held")
+	sh := allocCluster(&c.smem.layout, cfg)
+
+	r := c.u32()
+	e.Mov(r, ptx.ClusterIDX)
+	n := c.u32()
+	e.Ld(ptx.SpaceGlobal, n, c.elemAddr(lengths, r, 4))
+	s := c.loadSlice(sh, C, c.rowAddr(scores, stride, r), n, nil)
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		slot := c.u32()
+		e.Mad(slot, r, ptx.Imm(int64(C)), s.rank)
+		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(held, slot, 4), s.held)
+	})
+	return finish(name, cfg, m, c)
+}
+
+// FitsCluster reports whether a row of cfg.MaxN elements fits in the
+// shared memory of a cluster of cfg.Cluster CTAs on cfg.Target.
+func FitsCluster(cfg Config) bool {
+	return clusterSharedBytes(cfg) <= MaxSharedPerBlock(cfg.Target)
+}
+
+// IsClusterKernel reports whether kernel name runs one row per
+// thread-block cluster (Config.Cluster, Config.MaxN; sm_90+).
+func IsClusterKernel(name string) bool { return generators[name].cluster }
+
+// checkCluster reports why cfg cannot make a cluster kernel.
+func checkCluster(cfg Config) error {
+	if !cfg.Target.Has(ptx.FeatCluster) {
+		return fmt.Errorf("%s has no thread-block clusters, mbarrier transaction counts or bulk copies (sm_90+)", cfg.Target.Name)
+	}
+	if need, limit := clusterSharedBytes(cfg), MaxSharedPerBlock(cfg.Target); need > limit {
+		return fmt.Errorf("MaxN = %d over %d CTAs needs %d bytes of shared memory per CTA; %s allows %d",
+			cfg.MaxN, cfg.cluster(), need, cfg.Target.Name, limit)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+//go:build cuda
+
+package topk
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/runtime"
+)
+
+// TestClusterKernels runs the cluster building blocks on the GPU, one row
+// per cluster of C = 1 to 16 CTAs: cluster_count_ge against a count in Go
+// (rows of every length from 0 up, unaligned, with NaN, Inf and ties, some
+// longer than the cluster holds), and cluster_read's per-CTA slices.
+func TestClusterKernels(t *testing.T) {
+	d := gpu(t)
+	if d.Info().Major < 9 {
+		t.Skipf("%v has no thread-block clusters", d)
+	}
+	rng := rand.New(rand.NewPCG(10, 10))
+	const stride, maxN = 70001, 32768 // an odd stride: rows start at every alignment
+	lens := []int{0, 1, 3, 4, 5, 17, 1000, 4097, 32767, maxN, maxN + 777, stride}
+	rows := len(lens)
+	x := make([]float32, rows*stride)
+	for r, n := range lens {
+		copy(x[r*stride:], scoresRow(rng, n))
+	}
+	thr := make([]float32, rows)
+	for r := range thr {
+		thr[r] = float32(rng.NormFloat64())
+	}
+	thr[1], thr[2] = float32(math.Inf(-1)), float32(math.NaN())
+	scores, lengths, thresholds := alloc(t, d, 4*len(x)), alloc(t, d, 4*rows), alloc(t, d, 4*rows)
+	counts, held := alloc(t, d, 4*rows), alloc(t, d, 4*16*rows)
+	must(t, runtime.Upload(scores, x))
+	l32 := make([]int32, rows)
+	for r, n := range lens {
+		l32[r] = int32(n)
+	}
+	must(t, runtime.Upload(lengths, l32))
+	must(t, runtime.Upload(thresholds, thr))
+	want := make([]uint32, rows)
+	for r, n := range lens {
+		for _, v := range x[r*stride : r*stride+n] {
+			if !(v < thr[r]) { // >= or unordered
+				want[r]++
+			}
+		}
+	}
+	for _, C := range []int{1, 2, 4, 8, 16} {
+		t.Run(fmt.Sprintf("C=%d", C), func(t *testing.T) {
+			cfg := gen.DefaultConfig()
+			cfg.BlockSize, cfg.Target, cfg.Cluster, cfg.MaxN = 256, d.Info().Target, C, maxN
+			k, err := Kernel(d, "cluster_count_ge", cfg)
+			must(t, err)
+			must(t, counts.Memset32(nil, 0xFFFFFFFF))
+			args := k.Args().Set("scores", scores.Ptr()).Set("row_stride", stride).Set("lengths", lengths.Ptr()).
+				Set("thresholds", thresholds.Ptr()).Set("counts", counts.Ptr())
+			must(t, k.Launch(nil, rows*C, args))
+			must(t, d.Synchronize())
+			got := make([]uint32, rows)
+			must(t, runtime.Download(got, counts))
+			for r := range rows {
+				if got[r] != want[r] {
+					t.Errorf("cluster_count_ge: row %d (n = %d, threshold %v): count %d, want %d", r, lens[r], thr[r], got[r], want[r])
+				}
+			}
+
+			rk, err := Kernel(d, "cluster_read", cfg)
+			must(t, err)
+			must(t, held.Memset32(nil, 0xFFFFFFFF))
+			must(t, rk.Launch(nil, rows*C, rk.Args().Set("scores", scores.Ptr()).Set("row_stride", stride).
+				Set("lengths", lengths.Ptr()).Set("held", held.Ptr())))
+			must(t, d.Synchronize())
+			h := make([]int32, rows*C)
+			must(t, runtime.Download(h, held))
+			capacity := (maxN + C - 1) / C
+			capacity = (capacity + 3) / 4 * 4
+			for r, n := range lens {
+				chunk := (n + 4*C - 1) / (4 * C) * 4
+				for rank := range C {
+					w := min(chunk, max(0, n-rank*chunk), capacity)
+					if h[r*C+rank] != int32(w) {
+						t.Errorf("cluster_read: row %d (n = %d), CTA %d holds %d elements, want %d", r, n, rank, h[r*C+rank], w)
+					}
+				}
+			}
+			t.Logf("clusters of %d: %d resident at once (cluster_count_ge), %d (cluster_read)", C, k.MaxActiveClusters, rk.MaxActiveClusters)
+		})
+	}
+}
