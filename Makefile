@@ -6,10 +6,10 @@ MAKEFLAGS += --no-print-directory
 
 .DEFAULT_GOAL := help
 .PHONY: help build test generate generate-check golden-update golden-check fmt-check vet \
-	ptxas cuda-headers ptxas-check cuda gpu-test bench fuzz ci
+	ptxas ptxas12 cuda-headers ptxas-check ptxas12-check cuda gpu-test bench fuzz ci
 
 help: ## list the verbs
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## go build ./...
 	$(GO) build ./...
@@ -54,6 +54,9 @@ vet: ## go vet ./...
 ptxas: ## fetch pinned ptxas 11.8 into the cache, print its path
 	scripts/cuda-tools.sh ptxas
 
+ptxas12: ## fetch pinned ptxas 12.4 (for PTX 8.0) into the cache, print its path
+	scripts/cuda-tools.sh ptxas12
+
 cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 	scripts/cuda-tools.sh headers
 
@@ -65,6 +68,21 @@ ptxas-check: ## assemble golden/ and every kernel for sm_80 with ptxas 11.8 (PTX
 	for k in $$($(GO) run ./cmd/ptxgen -list | awk '/^  / && $$1 !~ /^cluster_/ {print $$1}'); do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch sm_80 -o "$$d/$${k}_sm_80.ptx" || exit 1; \
 	done && scripts/ptxas-check.sh golden "$$d"
+
+# ptxas 11.8 knows PTX up to 7.8: sm_90a (PTX 8.0), bulk copies and the
+# cluster qualifiers of 8.0 need 12.x. ptxas12-check assembles golden/'s sm_90
+# and sm_90a files (cluster kernels included, as they land there) and every
+# kernel generated for sm_90 and sm_90a with the pinned ptxas 12.4. sm_100
+# needs CUDA 12.8+: scripts/gpu-run.sh assembles it on the GPU machine.
+PTXAS12 ?=
+ptxas12-check: ## assemble golden/*_sm_90*.ptx and every kernel for sm_90, sm_90a with ptxas 12.4 (PTXAS12=... for another)
+	@p='$(PTXAS12)'; [ -n "$$p" ] || p=$$(scripts/cuda-tools.sh ptxas12) || exit 1; \
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) build -o "$$d/ptxgen" ./cmd/ptxgen && \
+	for k in $$("$$d/ptxgen" -list | awk '/^  /{print $$1}'); do for a in sm_90 sm_90a; do \
+		"$$d/ptxgen" -kernel $$k -arch $$a -o "$$d/$${k}_$$a.ptx" || exit 1; \
+	done; done && rm "$$d/ptxgen" && \
+	PTXAS="$$p" scripts/ptxas-check.sh golden/*_sm_90*.ptx "$$d"
 
 # The cuda-tagged build (package runtime and what uses it) needs cgo and the
 # CUDA driver API headers. By default they are the pinned CUDA 11.8 cuda.h and
@@ -114,7 +132,7 @@ fuzz: ## run each gen fuzz target for FUZZTIME (default 30s)
 
 # One after another, also under make -j: generate-check and golden-check
 # rewrite files.
-ci: ## fmt-check vet generate-check test fuzz golden-check ptxas-check cuda, in that order
+ci: ## fmt-check vet generate-check test fuzz golden-check ptxas-check ptxas12-check cuda, in that order
 	$(MAKE) fmt-check
 	$(MAKE) vet
 	$(MAKE) generate-check
@@ -122,4 +140,5 @@ ci: ## fmt-check vet generate-check test fuzz golden-check ptxas-check cuda, in 
 	$(MAKE) fuzz
 	$(MAKE) golden-check
 	$(MAKE) ptxas-check
+	$(MAKE) ptxas12-check
 	$(MAKE) cuda

@@ -17,9 +17,11 @@
 //
 // -update also removes .ptx files the generator no longer produces. New
 // kernels in the registry get golden files with no change here. make
-// golden-check fails when the committed files are out of date, and make
+// golden-check fails when the committed files are out of date, make
 // ptxas-check assembles them, and every kernel generated for sm_80, with
-// the pinned ptxas 11.8.
+// the pinned ptxas 11.8 (which skips files of PTX 8.0 and newer), and make
+// ptxas12-check assembles the sm_90 and sm_90a ones, and every kernel
+// generated for both, with the pinned ptxas 12.4.
 //
 // The package has no Go API; it exists for its files and its test.
 package golden

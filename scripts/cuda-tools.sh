@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# Fetches the pinned CUDA 11.8 pieces gvr needs into a per-user cache, without a
+# Fetches the pinned CUDA pieces gvr needs into a per-user cache, without a
 # system-wide toolkit install (see DESIGN.md, "Building against CUDA"):
-#   ptxas    ensure $CACHE/bin/ptxas exists; print its path
+#   ptxas    ensure $CACHE/bin/ptxas (CUDA 11.8) exists; print its path
+#   ptxas12  ensure $CACHE12/bin/ptxas (CUDA 12.4, for PTX 8.0: sm_90a, bulk
+#            copies, cluster qualifiers) exists; print its path
 #   headers  ensure $CACHE/include/cuda.h and $CACHE/lib/stubs/libcuda.so; print $CACHE
 #   env      ensure headers; print CGO_CFLAGS=... and CGO_LDFLAGS=... lines for cgo
 #            builds against gorgonia.org/cu (which adds -lcuda itself)
-# The files come from Debian bookworm's non-free nvidia-cuda-toolkit and
-# nvidia-cuda-dev packages, which are downloaded and unpacked, never installed.
+# The 11.8 files come from Debian bookworm's non-free nvidia-cuda-toolkit and
+# nvidia-cuda-dev packages; ptxas 12.4 from trixie's non-free nvidia-cuda-toolkit
+# (pinned version, PTXAS12_DEB). They are downloaded and unpacked, never installed.
 # Once the files are in the cache nothing is downloaded. Progress goes to stderr.
 set -euo pipefail
 
 # Outside the repo, so a fresh clone on the same machine reuses it.
 CACHE=${GVR_CUDA_CACHE:-$HOME/.cache/gvr/cuda-11.8}
+CACHE12=${GVR_CUDA12_CACHE:-$HOME/.cache/gvr/cuda-12.4}
+# The trixie package that ships /usr/bin/ptxas 12.4 (an 87 MB .deb), by exact version.
+PTXAS12_DEB=nvidia-cuda-toolkit=12.4.131~12.4.1-2
 SOURCES=/etc/apt/sources.list.d/gvr-nonfree.sources
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+# As root, apt drops to the _apt user, which cannot write to our scratch dirs.
+SANDBOX=()
+[ "$(id -u)" -ne 0 ] || SANDBOX=(-o APT::Sandbox::User=root)
 
 log() { echo "cuda-tools: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -39,22 +49,60 @@ apt_nonfree() {
     -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0
 }
 
-# fetch PKG MEMBER... : download PKG's .deb into a scratch dir next to the cache
-# (same filesystem, so the final mv is atomic) and unpack MEMBERs (tar patterns)
-# into $STAGE. The .deb is deleted on exit: nvidia-cuda-dev is ~774 MB.
+# Trixie non-free for one download, without touching the machine's apt setup:
+# the sources list, the package lists and apt's caches all live in $STAGE/apt
+# (gone on exit), and the machine's update hooks (which may clean or index
+# apt's system caches) do not run, so a later apt-get install on this bookworm
+# machine never sees trixie. Its other settings (a proxy, say) still apply.
+# Needs no root, only trixie's keys in the archive keyring. Sets APT_OPTS.
+apt_trixie() {
+  command -v apt-get >/dev/null || die "apt-get not found: this script needs Debian; elsewhere set PTXAS12 to a CUDA 12.x ptxas"
+  [ -f "$KEYRING" ] || die "$KEYRING missing (apt-get install debian-archive-keyring)"
+  # Trixie's keys came to bookworm in debian-archive-keyring 2023.3+deb12u2.
+  if [ ! -f /usr/share/keyrings/debian-archive-trixie-automatic.gpg ]; then
+    log "debian-archive-keyring lacks trixie's keys: upgrading it (a bookworm stable update)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --only-upgrade debian-archive-keyring
+    [ -f /usr/share/keyrings/debian-archive-trixie-automatic.gpg ] \
+      || die "debian-archive-keyring still lacks trixie's keys (need 2023.3+deb12u2 or later)"
+  fi
+  local dir=$STAGE/apt
+  mkdir -p "$dir/sources.d" "$dir/lists/partial" "$dir/cache/archives/partial"
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: non-free\nSigned-By: %s\n' \
+    "$KEYRING" >"$dir/trixie.sources"
+  # Read after the machine's apt.conf and apt.conf.d, so these win.
+  cat >"$dir/apt.conf" <<EOF
+Dir::Etc::sourcelist "$dir/trixie.sources";
+Dir::Etc::sourceparts "$dir/sources.d";
+Dir::State::Lists "$dir/lists";
+Dir::Cache "$dir/cache";
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+#clear APT::Update::Pre-Invoke;
+#clear APT::Update::Post-Invoke;
+#clear APT::Update::Post-Invoke-Success;
+EOF
+  APT_OPTS=(-c "$dir/apt.conf")
+  log "reading trixie non-free's index into $dir"
+  apt-get update -qq "${SANDBOX[@]}" "${APT_OPTS[@]}" || die "apt-get update of trixie non-free failed"
+}
+
+# fetch CACHEDIR APTSETUP PKG[=VERSION] MEMBER... : download PKG's .deb into a
+# scratch dir next to CACHEDIR (same filesystem, so the final mv is atomic),
+# with the apt sources APTSETUP (apt_nonfree or apt_trixie) sets up, and unpack
+# MEMBERs (tar patterns) into $STAGE. The .deb is deleted on exit:
+# nvidia-cuda-dev is ~774 MB.
 fetch() {
-  local pkg=$1; shift
-  mkdir -p "$(dirname "$CACHE")"
-  STAGE=$(mktemp -d "$CACHE.tmp.XXXXXX")
+  local cachedir=$1 setup=$2 pkg=$3; shift 3
+  mkdir -p "$(dirname "$cachedir")"
+  STAGE=$(mktemp -d "$cachedir.tmp.XXXXXX")
   trap 'rm -rf "$STAGE"' EXIT
-  apt_nonfree
+  APT_OPTS=()
+  "$setup"
   log "downloading $pkg"
-  # As root, apt drops to the _apt user, which cannot write to our scratch dir.
-  local sandbox=()
-  [ "$(id -u)" -ne 0 ] || sandbox=(-o APT::Sandbox::User=root)
-  (cd "$STAGE" && apt-get download -qq "${sandbox[@]}" "$pkg") || die "apt-get download $pkg failed"
+  (cd "$STAGE" && apt-get download -qq "${SANDBOX[@]}" "${APT_OPTS[@]}" "$pkg") || die "apt-get download $pkg failed"
   local deb
-  deb=$(echo "$STAGE"/"$pkg"_*.deb)
+  deb=$(echo "$STAGE"/"${pkg%%=*}"_*.deb)
   [ -f "$deb" ] || die "no .deb for $pkg in $STAGE"
   log "unpacking $(basename "$deb")"
   dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$STAGE" --wildcards "$@"
@@ -64,7 +112,7 @@ fetch() {
 ensure_ptxas() {
   local out=$CACHE/bin/ptxas
   [ -x "$out" ] && return
-  fetch nvidia-cuda-toolkit ./usr/bin/ptxas
+  fetch "$CACHE" apt_nonfree nvidia-cuda-toolkit ./usr/bin/ptxas
   local v
   v=$("$STAGE/usr/bin/ptxas" --version) || die "extracted ptxas does not run"
   grep -q 'release 11\.8' <<<"$v" || die "expected ptxas 11.8, got: $v"
@@ -73,10 +121,22 @@ ensure_ptxas() {
   log "installed $out ($(tail -n 2 <<<"$v" | head -n 1))"
 }
 
+ensure_ptxas12() {
+  local out=$CACHE12/bin/ptxas
+  [ -x "$out" ] && return
+  fetch "$CACHE12" apt_trixie "$PTXAS12_DEB" ./usr/bin/ptxas
+  local v
+  v=$("$STAGE/usr/bin/ptxas" --version) || die "extracted ptxas does not run"
+  grep -q 'release 12\.4, V12\.4\.131' <<<"$v" || die "expected ptxas 12.4 (V12.4.131), got: $v"
+  mkdir -p "$CACHE12/bin"
+  mv "$STAGE/usr/bin/ptxas" "$out"
+  log "installed $out ($(tail -n 2 <<<"$v" | head -n 1))"
+}
+
 ensure_headers() {
   [ -f "$CACHE/include/cuda.h" ] && [ -f "$CACHE/lib/stubs/libcuda.so" ] && return
   # The stub's directory is the multiarch triplet (x86_64-linux-gnu on amd64).
-  fetch nvidia-cuda-dev ./usr/include/cuda.h './usr/lib/*/stubs/libcuda.so'
+  fetch "$CACHE" apt_nonfree nvidia-cuda-dev ./usr/include/cuda.h './usr/lib/*/stubs/libcuda.so'
   grep -q '^#define CUDA_VERSION 11080' "$STAGE/usr/include/cuda.h" \
     || die "cuda.h is not CUDA 11.8: $(grep -m1 '^#define CUDA_VERSION' "$STAGE/usr/include/cuda.h")"
   local stub
@@ -92,11 +152,12 @@ ensure_headers() {
 
 case ${1:-} in
   ptxas) ensure_ptxas; echo "$CACHE/bin/ptxas" ;;
+  ptxas12) ensure_ptxas12; echo "$CACHE12/bin/ptxas" ;;
   headers) ensure_headers; echo "$CACHE" ;;
   env)
     ensure_headers
     echo "CGO_CFLAGS=-I$CACHE/include"
     echo "CGO_LDFLAGS=-L$CACHE/lib/stubs"
     ;;
-  *) echo "usage: $0 ptxas|headers|env  (cache: $CACHE, set GVR_CUDA_CACHE to move it)" >&2; exit 2 ;;
+  *) echo "usage: $0 ptxas|ptxas12|headers|env  (caches: $CACHE and $CACHE12, set GVR_CUDA_CACHE and GVR_CUDA12_CACHE to move them)" >&2; exit 2 ;;
 esac
