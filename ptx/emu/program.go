@@ -117,11 +117,12 @@ type Stats struct {
 }
 
 // Run executes the kernel that l.Args were made for (its contract's Entry)
-// on the grid, with global memory mem. CTAs run one after another in grid
-// order, so results are deterministic. The error is a *Fault for a fault of
-// the kernel, or a plain error for a bad launch: arguments that Args.Check
-// refuses, or a contract that is not the loaded entry's (parameters, block,
-// cluster).
+// on the grid, with global memory mem. Clusters run one after another in
+// grid order, the CTAs of each together, on a schedule drawn from l.Seed,
+// so results are deterministic for a given seed. The error is a *Fault for
+// a fault of the kernel, or a plain error for a bad launch: arguments that
+// Args.Check refuses, or a contract that is not the loaded entry's
+// (parameters, block, cluster).
 func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 	if l.Args == nil {
 		return st, errors.New("emu: a launch without arguments (Launch.Args)")
