@@ -170,15 +170,6 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 	if err != nil {
 		return ci, err
 	}
-	for _, a := range in.Args {
-		// An implicit 1x1x1 cluster gives %cluster_ctarank,
-		// %cluster_nctarank and %clusterid.x; the other cluster
-		// registers come with clusters.
-		if s, ok := a.(ptx.Special); ok && s > ptx.ClusterIDX && s <= ptx.IsExplicitCluster {
-			ci.kind, ci.msg = kFault, "cluster special registers: clusters are not supported yet"
-			return ci, nil
-		}
-	}
 	switch in.Op {
 	case "bra":
 		ci.kind = kBra
@@ -196,13 +187,22 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 		// as synchronisation.
 		ci.fn = func(*warp, uint32) *Fault { return nil }
 	case "mapa":
-		ci.kind, ci.msg = kFault, "mapa: clusters are not supported yet"
+		ci.fn, err = c.mapa(&ci, in, sig)
 	case "mbarrier":
-		ci.kind, ci.msg = kFault, "mbarrier: mbarriers are not supported yet"
+		c.k.async = true
+		err = c.mbarrier(&ci, in, sig)
 	case "cp":
-		ci.kind, ci.msg = kFault, "cp.async.bulk: bulk copies are not supported yet"
+		c.k.async = true
+		ci.fn, err = c.bulkCopy(&ci, in, sig)
 	case "elect":
-		ci.kind, ci.msg = kFault, "elect.sync: not supported yet"
+		ci.kind = kColl
+		err = c.elect(&ci, in)
+	case "mov":
+		if in.Args[1] == ptx.IsExplicitCluster {
+			ci.fn, err = c.isExplicit(in)
+			break
+		}
+		ci.fn, err = c.compute(in, sig)
 	case "ld", "st", "atom", "red", "cvta":
 		ci.fn, err = c.memory(&ci, in, sig)
 	default:

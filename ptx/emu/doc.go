@@ -33,10 +33,18 @@
 // Each instruction is compiled once into a Go closure that executes it for
 // a whole warp: registers are per-warp arrays of 32 lanes ([32]uint64 per
 // value register, one bit per lane for predicates), so the cost of dispatch
-// is paid once per warp instruction, not per thread. The grid's CTAs run one
-// after another, in grid order; within a CTA the warps run in order, each
-// until it finishes or waits at a barrier. Everything is deterministic: the
-// same input gives the same results, faults and race reports on every run.
+// is paid once per warp instruction, not per thread. The grid's clusters
+// run one after another, in grid order (without clusters, a cluster is one
+// CTA). A cluster's CTAs run together. Without interleaving (one CTA per
+// cluster and no mbarriers or bulk copies) the warps run in order, each
+// until it finishes or waits at a barrier: the fastest schedule. With
+// clusters of several CTAs, or mbarriers or bulk copies, each round visits
+// every warp of the cluster in a random order and gives it a turn of 1 to
+// 32 warp instructions; both come from a generator seeded by Launch.Seed
+// (0: a fixed default) and the cluster's position, so different seeds
+// interleave the CTAs differently. Everything is deterministic: the same
+// input and seed give the same results, faults and race reports on every
+// run.
 //
 // Divergence: a warp's lanes are grouped by program counter, and the group
 // with the least pc runs next (lanes waiting at a collective or a barrier
@@ -138,21 +146,61 @@
 //
 // # Clusters
 //
-// Designed for, not built. The scheduler runs a cluster of CTAs together
-// (runCluster, today one CTA per cluster), so that warps of different CTAs
-// can wait for each other; %cluster_ctarank, %cluster_nctarank and
-// %clusterid.x read as an implicit 1x1x1 cluster; a CTA's own .shared
-// addresses are valid .shared::cluster addresses of itself. Still to come
-// with the first cluster kernel: launches whose contract has Cluster > 1
-// (refused today), a .shared::cluster window per rank for mapa,
-// ld/st/atom.shared::cluster into other CTAs, and barrier.cluster
-// arrive/wait (mapa and barrier.cluster fault as not supported yet). The
-// rest of package ptx's sm_90 vocabulary faults the same way when a thread
-// gets there: mbarrier, cp.async.bulk, elect.sync, the .shared::cta
-// spelling, and the cluster registers other than those three
-// (%cluster_ctaid, %nclusterid..., %is_explicit_cluster); a kernel with
-// .explicitcluster and no .reqnctapercluster is refused at launch.
-// fence.mbarrier_init, like every fence, needs no work.
+// A launch runs clusters of the contract's Cluster CTAs, shaped as the
+// entry's .reqnctapercluster (the grid must be a whole number of them in
+// each dimension); .explicitcluster without .reqnctapercluster is refused,
+// as a contract has no cluster shape of its own. Every cluster register
+// reads as on hardware: %cluster_ctarank (x fastest), %cluster_nctarank,
+// %clusterid, %nclusterid, %cluster_ctaid, %cluster_nctaid;
+// %is_explicit_cluster is true when the entry declares .reqnctapercluster,
+// false for the implicit 1x1x1 cluster of other kernels.
+//
+// Distributed shared memory: the shared memory of the CTA of rank r is
+// also at .shared::cluster address (r+1)<<24 + its .shared address (and
+// at genericShared plus that), which is what mapa returns; a CTA's own
+// .shared addresses are valid .shared::cluster addresses of itself.
+// ld/st/atom/red.shared::cluster and generic accesses reach any CTA of the
+// cluster; .shared and .shared::cta only the CTA's own (a mapa address
+// there is a FaultMemory), and so does an access to a CTA whose threads
+// have all exited.
+//
+// barrier.cluster.arrive and .wait are split: .aligned, so a warp's live
+// threads execute each together; a thread arrives once per phase and
+// waits after arriving (otherwise a FaultBarrier), and may work between
+// the two; wait returns once every thread of the cluster arrived, exited
+// threads counting as arrived, as on hardware. fence.acq_rel.cluster and
+// fence.mbarrier_init, like every fence, need no work.
+//
+// An mbarrier is an initialised 8-byte object in shared memory, possibly
+// another CTA's (arrive through .shared::cluster); its state is kept beside
+// the memory: arrivals per phase (1 to 2^20-1), arrivals pending, the
+// transaction count, phases completed. A phase completes when no arrival
+// is pending and the transaction count is zero. arrive (optionally with a
+// count) returns the phase it arrived in as its state; arrive.expect_tx
+// adds its bytes to the count first. try_wait never answers false: a warp
+// whose phase has not completed waits at the instruction (as if its
+// suspend time never ran out), so a loop on try_wait does not spin.
+// test_wait answers at once, and when false ends the warp's turn. Using an
+// mbarrier not initialised, or arriving more than the phase expects, is a
+// FaultBarrier. cp.async.bulk.shared::cluster.global checks its operands
+// when issued (size a positive multiple of 16, both addresses 16-byte
+// aligned and in bounds, the mbarrier in the destination's CTA) and lands
+// later, at a point drawn from the seed (up to 256 of the cluster's warp
+// instructions later; earlier if nothing else can run; copies still in
+// flight when every thread has exited land too): only then are its bytes
+// in shared memory, read from global memory as they are then, and its
+// bytes completed on the mbarrier. A thread that reads the destination
+// before waiting sees stale data.
+//
+// elect.sync is a collective of its member mask, like shfl: it elects the
+// lowest lane of the mask (all of whose lanes execute it together).
+//
+// Deadlocks: when no warp of a cluster can run and no bulk copy is in
+// flight, the launch ends with a FaultBarrier naming the kernel, the CTA
+// and the instruction of the first warp waiting (at a cluster barrier,
+// then at an mbarrier, then at a CTA barrier), the barrier's state (phase,
+// arrivals, transaction count) and where every warp of the cluster is.
+// A loop that never ends is a FaultSteps (MaxSteps is per CTA).
 //
 // # Speed
 //
@@ -164,5 +212,8 @@
 //	gvr_topk (K=2048, 512 threads, rows of 65536 floats):   180-290M thread-instructions/s, 4-6 ms per row
 //
 // (8-13M warp instructions/s), so hundreds of full-size rows take a second
-// or two. The race detector costs under 10%: it tracks shared memory only.
+// or two. The race detector costs 10-20%: it tracks shared memory only.
+// Kernels with clusters, mbarriers or bulk copies pay for short turns in a
+// shuffled order (a round of the cluster's warps every few instructions);
+// their speed is not measured yet.
 package emu

@@ -25,12 +25,15 @@ const (
 type instKind uint8
 
 const (
-	kPlain instKind = iota // fn does it all
-	kBra                   // branch to target
-	kExit                  // exit and ret
-	kBar                   // bar.sync, barrier.sync
-	kColl                  // shfl, vote, redux, bar.warp.sync: lanes meet
-	kFault                 // not supported: faults when executed
+	kPlain   instKind = iota // fn does it all
+	kBra                     // branch to target
+	kExit                    // exit and ret
+	kBar                     // bar.sync, barrier.sync
+	kColl                    // shfl, vote, redux, bar.warp.sync, elect.sync: lanes meet
+	kFault                   // not supported: faults when executed
+	kCArrive                 // barrier.cluster.arrive
+	kCWait                   // barrier.cluster.wait
+	kMWait                   // mbarrier.try_wait, mbarrier.test_wait
 )
 
 // execFn runs an instruction for the lanes of m.
@@ -49,6 +52,12 @@ type inst struct {
 	barCnt src
 	hasCnt bool
 	msg    string // kFault's reason
+	// wait runs mbarrier.try_wait/test_wait for the lanes of m if their
+	// phases are complete (done); test answers at once.
+	wait func(w *warp, m uint32) (done bool, f *Fault)
+	test bool
+	bar  *addrOp   // the mbarrier's address, for reports
+	sp   ptx.Space // its space
 
 	pc   int
 	line int
@@ -68,6 +77,8 @@ const (
 	waitColl             // at a collective, waiting for lanes of the mask
 	waitBarWarp          // at a barrier, waiting for the rest of the warp
 	atBarrier            // the whole warp arrived at a CTA barrier
+	waitCluster          // at barrier.cluster.wait, for the phase to complete
+	waitMbar             // at mbarrier.try_wait, for the phase to complete
 )
 
 // group is a set of lanes of a warp at the same pc. A warp's groups are
@@ -90,12 +101,21 @@ type warp struct {
 	active uint32 // the executing group's lanes, for activemask
 	done   bool
 	cache  *allocation // the last global allocation hit
+
+	budget   int64            // warp instructions left in this turn
+	yield    bool             // end the turn after this instruction
+	carrived uint32           // lanes arrived at the cluster barrier, not yet waited
+	cphase   int              // the cluster barrier phase they arrived in
+	observed map[mbKey]uint32 // mbarrier phases the warp saw complete (race detector)
 }
 
 type cta struct {
 	ls          *launchState
 	k           *kernel
+	cl          *cluster
 	id          [3]int
+	rank        int    // %cluster_ctarank
+	cid         [3]int // %cluster_ctaid
 	warps       []*warp
 	smem        []byte
 	bars        [16]barrier
@@ -113,18 +133,22 @@ type barrier struct {
 	waiting  []*warp
 }
 
-// newCTA sets up the warps of CTA id, reusing the launch's register files.
-func (ls *launchState) newCTA(id [3]int) *cta {
+// newCTA sets up the warps of CTA id, rank rank of cluster cl, reusing
+// the launch's register files.
+func (ls *launchState) newCTA(cl *cluster, id [3]int, rank int) *cta {
 	k := ls.k
-	c := &cta{ls: ls, k: k, id: id, smem: make([]byte, ls.smemSize)}
+	c := &cta{ls: ls, k: k, cl: cl, id: id, rank: rank, smem: make([]byte, ls.smemSize)}
+	for i := range c.cid {
+		c.cid[i] = id[i] % ls.cshape[i]
+	}
 	if ls.race {
 		c.race = newRaceState(ls.smemSize, (ls.nthreads+31)/32)
 	}
 	nw := (ls.nthreads + 31) / 32
-	for len(ls.pool) < nw {
+	for len(ls.pool) < (rank+1)*nw {
 		ls.pool = append(ls.pool, &warp{r: make([][32]uint64, k.nregs), p: make([]uint32, k.npreds)})
 	}
-	c.warps = ls.pool[:nw]
+	c.warps = ls.pool[rank*nw : (rank+1)*nw]
 	for i, w := range c.warps {
 		clear(w.r)
 		clear(w.p)
@@ -179,12 +203,20 @@ func (w *warp) fillSpecials() {
 				v = 1 << l
 			case ptx.SMID:
 				v = 0
-			case ptx.ClusterCtaRank: // an implicit 1x1x1 cluster
-				v = 0
+			case ptx.ClusterCtaRank:
+				v = uint64(w.c.rank)
 			case ptx.ClusterNCtaRank:
-				v = 1
-			case ptx.ClusterIDX:
-				v = uint64(w.c.id[0])
+				v = uint64(ls.csize)
+			case ptx.ClusterIDX, ptx.ClusterIDY, ptx.ClusterIDZ:
+				i := s.s - ptx.ClusterIDX
+				v = uint64(w.c.id[i] / ls.cshape[i])
+			case ptx.NClusterIDX, ptx.NClusterIDY, ptx.NClusterIDZ:
+				i := s.s - ptx.NClusterIDX
+				v = uint64(ls.grid[i] / ls.cshape[i])
+			case ptx.ClusterCtaIDX, ptx.ClusterCtaIDY, ptx.ClusterCtaIDZ:
+				v = uint64(w.c.cid[s.s-ptx.ClusterCtaIDX])
+			case ptx.ClusterNCtaIDX, ptx.ClusterNCtaIDY, ptx.ClusterNCtaIDZ:
+				v = uint64(ls.cshape[s.s-ptx.ClusterNCtaIDX])
 			}
 			r[l] = v
 		}
@@ -199,67 +231,20 @@ func (w *warp) v(s src) *[32]uint64 {
 	return &w.r[s.r]
 }
 
-// runCluster runs the CTAs of a cluster together to their end or to a
-// fault: each pass runs every warp that can run until it blocks, so warps of
-// different CTAs can wait for each other (barrier.cluster, when clusters
-// come). Without clusters a cluster is one CTA.
-func runCluster(ctas []*cta) *Fault {
-	for {
-		ran, live := false, false
-		for _, c := range ctas {
-			r, l, f := c.step()
-			if f != nil {
-				return f
-			}
-			ran, live = ran || r, live || l
-		}
-		if !live {
-			return nil
-		}
-		if !ran {
-			for _, c := range ctas {
-				if !c.finished() {
-					return c.deadlock()
-				}
-			}
-		}
-	}
-}
-
-// step runs each warp of the CTA that can run until it blocks. It reports
-// whether any warp ran and whether any is still live.
-func (c *cta) step() (ran, live bool, f *Fault) {
-	for _, w := range c.warps {
-		if w.done {
-			continue
-		}
-		live = true
-		if w.cur < 0 {
-			continue // at a barrier
-		}
-		ran = true
-		if f := w.run(); f != nil {
-			return ran, live, f
-		}
-	}
-	return ran, live, nil
-}
-
-func (c *cta) finished() bool {
-	for _, w := range c.warps {
-		if !w.done {
-			return false
-		}
-	}
-	return true
-}
+func (c *cta) finished() bool { return c.exited == c.ls.nthreads }
 
 // run executes the warp's lanes until they all exit, the warp waits at a
-// CTA barrier, or a fault.
+// barrier, its turn ends (w.budget, w.yield), or a fault.
 func (w *warp) run() *Fault {
 	c := w.c
 	code := c.k.code
 	for w.cur >= 0 {
+		if w.budget <= 0 || w.yield {
+			w.yield = false
+			return nil // the turn is over; the warp can go on
+		}
+		w.budget--
+		c.cl.clock++
 		g := &w.groups[w.cur]
 		in := &code[g.pc]
 		m := g.mask
@@ -305,6 +290,14 @@ func (w *warp) run() *Fault {
 			}
 			g.pc++
 			w.advanced()
+		case kCArrive, kCWait:
+			if f := w.clusterBarrier(in, m); f != nil {
+				return f
+			}
+		case kMWait:
+			if f := w.mbarrierWait(in, m); f != nil {
+				return f
+			}
 		}
 	}
 	return w.blocked()
@@ -381,6 +374,7 @@ func (w *warp) exit(m uint32) {
 	g := &w.groups[w.cur]
 	w.live &^= m
 	w.c.exited += bits.OnesCount32(m)
+	w.c.cl.exit(w, m)
 	g.mask &^= m
 	if g.mask == 0 {
 		w.remove(w.cur)
@@ -400,6 +394,13 @@ func (w *warp) blocked() *Fault {
 		return nil
 	case len(w.groups) == 1 && w.groups[0].wait == atBarrier:
 		return nil
+	}
+	for _, g := range w.groups {
+		if g.wait == waitCluster || g.wait == waitMbar {
+			// Lanes that wait for a phase can go on later, and the
+			// other lanes may be waiting for them.
+			return nil
+		}
 	}
 	// Some lanes wait at a collective or a barrier for lanes that are
 	// blocked elsewhere or gone.
@@ -432,8 +433,10 @@ func (w *warp) whereAre(m uint32) string {
 			switch g.wait {
 			case waitColl:
 				state = "wait at collective"
-			case waitBarWarp, atBarrier:
+			case waitBarWarp, atBarrier, waitCluster:
 				state = "wait at barrier"
+			case waitMbar:
+				state = "wait on the mbarrier at"
 			}
 			parts = append(parts, fmt.Sprintf("lanes %s %s line %d `%s`", lanes(x), state, code[g.pc].line, code[g.pc].text))
 		}

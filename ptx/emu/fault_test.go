@@ -236,81 +236,58 @@ func TestFaultStepBudget(t *testing.T) {
 	wantFault(t, err, FaultSteps, "1000 warp instructions", "bra")
 }
 
-// Clusters are designed for but not built: their instructions fault
-// clearly when executed, and a launch in clusters is refused.
-func TestClustersNotSupportedYet(t *testing.T) {
+// Cluster faults: mapa of something that is not a shared address or to a
+// rank outside the cluster, a .shared::cta access to a mapa address, a
+// grid that is not a whole number of clusters, and .explicitcluster
+// without a shape.
+func TestClusterFaults(t *testing.T) {
 	m := ptx.NewModule(ptx.SM90)
-	e := m.NewEntry("k")
-	d := e.Reg(ptx.U32)
-	e.Mov(d, ptx.Imm(0))
-	e.Emit("mapa", []string{"shared::cluster", "u32"}, d, d, ptx.Imm(1))
-	e.Ret()
-	e2 := m.NewEntry("c")
-	e2.ReqNCTAPerCluster = ptx.Dim3{2}
-	e2.Ret()
-	p := mustLoad(t, m)
-	_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "k", 32, 0)})
-	wantFault(t, err, FaultUnsupported, "clusters are not supported yet")
-	c := mustArgs(t, p, "c", 32, 0)
-	if n := c.Launch().Cluster; n != 2 {
-		t.Fatalf("the contract of c has clusters of %d CTAs, want the 2 its text declares", n)
-	}
-	for _, tc := range []struct {
-		grid int
-		want string
-	}{
-		{2, "clusters of 2 CTAs: clusters are not supported yet"},
-		{3, "grid [3 1 1] is not a whole number of clusters of 2 CTAs"},
-	} {
-		_, err = p.Run(NewMemory(), Launch{Grid: [3]int{tc.grid}, Args: c})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("cluster launch of %d CTAs: %v, want %q", tc.grid, err, tc.want)
-		}
-	}
-}
-
-// The sm_90 cluster vocabulary (mbarriers, bulk copies, elect.sync, the
-// cluster registers beyond an implicit 1x1x1 cluster's, .explicitcluster)
-// loads, and faults as not supported when a thread gets there.
-func TestClusterVocabularyNotSupportedYet(t *testing.T) {
-	m := ptx.NewModule(ptx.SM90)
-	bar := m.Shared("bar", ptx.B64, 1, 8)
-	buf := m.Shared("buf", ptx.B8, 64, 16)
+	buf := m.Shared("buf", ptx.U32, 16, 4)
 	for _, tc := range []struct {
 		name  string
-		build func(e *ptx.Entry)
+		build func(e *ptx.Entry, d ptx.Reg)
 	}{
-		{"mbarrier", func(e *ptx.Entry) { e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(1)) }},
-		{"bulk", func(e *ptx.Entry) {
-			g := e.Reg(ptx.U64)
-			e.Mov(g, ptx.Imm(0))
-			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(g, 0), ptx.Imm(16), ptx.At(bar, 0))
+		{"zero", func(e *ptx.Entry, d ptx.Reg) {
+			e.Mov(d, ptx.Imm(0))
+			e.Mapa(ptx.SpaceSharedCluster, d, d, ptx.Imm(0))
 		}},
-		{"elect", func(e *ptx.Entry) { e.ElectSync(ptx.Sink{}, e.Pred(), ptx.Imm(-1)) }},
-		{"ctaid", func(e *ptx.Entry) { e.Mov(e.Reg(ptx.U32), ptx.ClusterCtaIDX) }},
-		{"explicit", func(e *ptx.Entry) { e.Mov(e.Pred(), ptx.IsExplicitCluster) }},
-		{"sharedcta", func(e *ptx.Entry) { e.Ld(ptx.SpaceSharedCTA, e.Reg(ptx.U32), ptx.At(buf, 0)) }},
+		{"rank", func(e *ptx.Entry, d ptx.Reg) { e.Mapa(ptx.SpaceSharedCluster, d, buf, ptx.Imm(1)) }},
+		{"cta", func(e *ptx.Entry, d ptx.Reg) {
+			e.Mapa(ptx.SpaceSharedCluster, d, buf, ptx.Imm(0))
+			e.Ld(ptx.SpaceSharedCTA, d, ptx.At(d, 0))
+		}},
 	} {
 		e := m.NewEntry(tc.name)
-		tc.build(e)
+		tc.build(e, e.Reg(ptx.U32))
 		e.Ret()
 	}
-	e := m.NewEntry("explicit_launch")
+	e := m.NewEntry("c")
+	e.ReqNCTAPerCluster = ptx.Dim3{2}
+	e.Ret()
+	e = m.NewEntry("explicit_launch")
 	e.ExplicitCluster = true
 	e.Ret()
 	p := mustLoad(t, m)
 	for _, k := range []struct{ entry, want string }{
-		{"mbarrier", "mbarrier: mbarriers are not supported yet"},
-		{"bulk", "cp.async.bulk: bulk copies are not supported yet"},
-		{"elect", "elect.sync: not supported yet"},
-		{"ctaid", "clusters are not supported yet"},
-		{"explicit", "clusters are not supported yet"},
-		{"sharedcta", "the .shared::cta state space is not supported yet"},
+		{"zero", "mapa of an address outside the shared window"},
+		{"rank", "mapa to CTA rank 1: the cluster has 1 CTAs"},
+		{"cta", ".shared::cta access to a .shared::cluster address"},
 	} {
 		_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, k.entry, 32, 0)})
-		wantFault(t, err, FaultUnsupported, k.want)
+		wantFault(t, err, FaultMemory, k.want, "kernel "+k.entry)
 	}
-	_, err := p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "explicit_launch", 32, 0)})
+	c := mustArgs(t, p, "c", 32, 0)
+	if n := c.Launch().Cluster; n != 2 {
+		t.Fatalf("the contract of c has clusters of %d CTAs, want the 2 its text declares", n)
+	}
+	if _, err := p.Run(NewMemory(), Launch{Grid: [3]int{4}, Args: c}); err != nil {
+		t.Errorf("two clusters of 2: %v", err)
+	}
+	_, err := p.Run(NewMemory(), Launch{Grid: [3]int{3}, Args: c})
+	if err == nil || !strings.Contains(err.Error(), "grid [3 1 1] is not a whole number of clusters of 2 CTAs") {
+		t.Errorf("cluster launch of 3 CTAs: %v", err)
+	}
+	_, err = p.Run(NewMemory(), Launch{Grid: [3]int{1}, Args: mustArgs(t, p, "explicit_launch", 32, 0)})
 	if err == nil || !strings.Contains(err.Error(), ".explicitcluster without .reqnctapercluster") {
 		t.Errorf(".explicitcluster launch: %v", err)
 	}

@@ -52,7 +52,11 @@ func (w *warp) mem(in *inst, sp ptx.Space, l int, addr uint64, n int, write, ato
 	switch sp {
 	case ptx.SpaceNone: // generic: the shared window, or global memory
 		if addr-genericShared < 1<<32 {
-			return w.shared(in, l, addr-genericShared, n, write, atomic)
+			t, a, f := w.sharedTarget(in, sp, l, addr)
+			if f != nil {
+				return nil, f
+			}
+			return w.shared(in, l, t, a, addr, n, write, atomic)
 		}
 		fallthrough
 	case ptx.SpaceGlobal:
@@ -66,11 +70,12 @@ func (w *warp) mem(in *inst, sp ptx.Space, l int, addr uint64, n int, write, ato
 		}
 		off := addr - a.base
 		return a.data[off : off+uint64(n)], nil
-	case ptx.SpaceShared, ptx.SpaceSharedCluster:
-		// A CTA's own .shared addresses are valid .shared::cluster
-		// addresses of itself; other CTAs of a cluster are not supported
-		// yet.
-		return w.shared(in, l, addr, n, write, atomic)
+	case ptx.SpaceShared, ptx.SpaceSharedCTA, ptx.SpaceSharedCluster:
+		t, a, f := w.sharedTarget(in, sp, l, addr)
+		if f != nil {
+			return nil, f
+		}
+		return w.shared(in, l, t, a, addr, n, write, atomic)
 	case ptx.SpaceParam:
 		p := w.c.ls.params
 		if addr+uint64(n) > uint64(len(p)) {
@@ -81,17 +86,22 @@ func (w *warp) mem(in *inst, sp ptx.Space, l int, addr uint64, n int, write, ato
 	return nil, w.addrFault(FaultUnsupported, in, l, addr, "the .%s state space is not supported yet", sp)
 }
 
-func (w *warp) shared(in *inst, l int, addr uint64, n int, write, atomic bool) ([]byte, *Fault) {
-	s := w.c.smem
-	off := addr - sharedWindow
-	if addr < sharedWindow || off+uint64(n) > uint64(len(s)) {
-		return nil, w.addrFault(FaultMemory, in, l, addr, "%d-byte shared access outside the CTA's %d bytes of shared memory [%#x, %#x)", n, len(s), sharedWindow, sharedWindow+len(s))
+// shared returns the n bytes at .shared address a of CTA t (addr as the
+// thread wrote it, for faults), through the race detector.
+func (w *warp) shared(in *inst, l int, t *cta, a, addr uint64, n int, write, atomic bool) ([]byte, *Fault) {
+	s := t.smem
+	off := a - sharedWindow
+	if a < sharedWindow || off+uint64(n) > uint64(len(s)) {
+		whose := "the CTA's"
+		if t != w.c {
+			whose = fmt.Sprintf("CTA rank %d's", t.rank)
+		}
+		return nil, w.addrFault(FaultMemory, in, l, addr, "%d-byte shared access outside %s %d bytes of shared memory [%#x, %#x)", n, whose, len(s), sharedWindow, sharedWindow+len(s))
 	}
-	if r := w.c.race; r != nil {
-		t := int32(w.id*32 + l + 1)
+	if r := t.race; r != nil {
 		for o := int(off) &^ 3; o < int(off)+n; o += 4 {
-			if other, race := r.check(o, t, int32(in.pc), write, atomic); race {
-				return nil, w.raceFault(in, l, addr, write, atomic, other)
+			if other, otherWrites, race := r.check(o, w, l, int32(in.pc), write, atomic); race {
+				return nil, w.raceFault(in, l, t, addr, write, atomic, other, otherWrites)
 			}
 		}
 	}
@@ -297,7 +307,7 @@ func (c *compiler) atom(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 		}
 	}
 	sp := sig.Space
-	if sp != ptx.SpaceGlobal && sp != ptx.SpaceShared && sp != ptx.SpaceSharedCluster && sp != ptx.SpaceNone {
+	if sp != ptx.SpaceGlobal && sp != ptx.SpaceShared && sp != ptx.SpaceSharedCTA && sp != ptx.SpaceSharedCluster && sp != ptx.SpaceNone {
 		return nil, unsupported("%s on .%s", in.Op, sp)
 	}
 	op := ""

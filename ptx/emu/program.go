@@ -90,6 +90,11 @@ type Launch struct {
 	Args      *ptx.Args
 	MaxSteps  int64 // warp instructions per CTA before a FaultSteps; 0: DefaultMaxSteps
 	RaceCheck bool  // report shared-memory races (slower)
+	// Seed picks the schedule of a cluster's warps and when each bulk
+	// copy lands (see the package doc); 0 is a fixed default. Kernels
+	// without clusters, mbarriers or bulk copies run the same for every
+	// seed.
+	Seed uint64
 }
 
 // DefaultMaxSteps is the per-CTA step budget when Launch.MaxSteps is 0: far
@@ -112,11 +117,12 @@ type Stats struct {
 }
 
 // Run executes the kernel that l.Args were made for (its contract's Entry)
-// on the grid, with global memory mem. CTAs run one after another in grid
-// order, so results are deterministic. The error is a *Fault for a fault of
-// the kernel, or a plain error for a bad launch: arguments that Args.Check
-// refuses, or a contract that is not the loaded entry's (parameters, block,
-// cluster).
+// on the grid, with global memory mem. Clusters run one after another in
+// grid order, the CTAs of each together, on a schedule drawn from l.Seed,
+// so results are deterministic for a given seed. The error is a *Fault for
+// a fault of the kernel, or a plain error for a bad launch: arguments that
+// Args.Check refuses, or a contract that is not the loaded entry's
+// (parameters, block, cluster).
 func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 	if l.Args == nil {
 		return st, errors.New("emu: a launch without arguments (Launch.Args)")
@@ -136,15 +142,20 @@ func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 				Msg: fmt.Sprintf("interpreter bug, please report: %v\n%s", r, debug.Stack())}
 		}
 	}()
-	for z := 0; z < ls.grid[2]; z++ {
-		for y := 0; y < ls.grid[1]; y++ {
-			for x := 0; x < ls.grid[0]; x++ {
-				c := ls.newCTA([3]int{x, y, z})
-				f := runCluster([]*cta{c})
-				st.Instructions += c.threadInstr
-				st.WarpInstructions += c.steps
-				st.Barriers += c.barriers
-				st.CTAs++
+	// Clusters run one after another, in grid order; the CTAs of a
+	// cluster run together.
+	n := ls.nclusters()
+	for z := 0; z < n[2]; z++ {
+		for y := 0; y < n[1]; y++ {
+			for x := 0; x < n[0]; x++ {
+				cl := ls.newCluster([3]int{x, y, z})
+				f := cl.run()
+				for _, c := range cl.ctas {
+					st.Instructions += c.threadInstr
+					st.WarpInstructions += c.steps
+					st.Barriers += c.barriers
+					st.CTAs++
+				}
 				if f != nil {
 					return st, f
 				}
@@ -160,6 +171,7 @@ type kernel struct {
 	entry *ptx.Entry
 	code  []inst // the body's instructions, then an implicit exit
 
+	async    bool        // uses mbarriers or bulk copies: warps are interleaved
 	nregs    int         // value registers, special-register slots included
 	npreds   int         // predicate registers
 	specials []specialAt // special registers read, each in a register slot
@@ -188,7 +200,12 @@ type launchState struct {
 	smemSize int
 	maxSteps int64
 	race     bool
-	pool     []*warp // warps reused from CTA to CTA
+	seed     uint64
+	cshape   [3]int  // the cluster's CTAs in each dimension
+	csize    int     // CTAs per cluster
+	explicit bool    // the entry declares its cluster shape
+	async    bool    // the kernel uses mbarriers or bulk copies
+	pool     []*warp // warps reused from cluster to cluster
 }
 
 func dim3(d [3]int) [3]int {
@@ -204,7 +221,8 @@ func dim3(d [3]int) [3]int {
 // the entry, and lays out its parameters.
 func (k *kernel) prepare(mem *Memory, l Launch) (*launchState, error) {
 	c := l.Args.Launch()
-	ls := &launchState{k: k, mem: mem, grid: dim3(l.Grid), block: [3]int{c.Block, 1, 1}, race: l.RaceCheck, maxSteps: l.MaxSteps}
+	ls := &launchState{k: k, mem: mem, grid: dim3(l.Grid), block: [3]int{c.Block, 1, 1}, race: l.RaceCheck, maxSteps: l.MaxSteps,
+		seed: l.Seed, cshape: [3]int{1, 1, 1}, async: k.async}
 	if ls.maxSteps <= 0 {
 		ls.maxSteps = DefaultMaxSteps
 	}
@@ -228,14 +246,17 @@ func (k *kernel) prepare(mem *Memory, l Launch) (*launchState, error) {
 			return nil, bad("grid %v must be positive", l.Grid)
 		}
 	}
-	if ls.grid[0]%c.Cluster != 0 {
-		return nil, bad("grid %v is not a whole number of clusters of %d CTAs", ls.grid, c.Cluster)
+	if r := k.entry.ReqNCTAPerCluster; r[0] != 0 {
+		ls.cshape, ls.explicit = dim3(r), true
 	}
-	if c.Cluster > 1 {
-		return nil, bad("clusters of %d CTAs: clusters are not supported yet", c.Cluster)
+	ls.csize = ls.cshape[0] * ls.cshape[1] * ls.cshape[2]
+	for i := 0; i < 3; i++ {
+		if ls.grid[i]%ls.cshape[i] != 0 {
+			return nil, bad("grid %v is not a whole number of clusters of %d CTAs (%v)", ls.grid, c.Cluster, ls.cshape)
+		}
 	}
 	if e := k.entry; e.ExplicitCluster && e.ReqNCTAPerCluster[0] == 0 {
-		return nil, bad(".explicitcluster without .reqnctapercluster: launches with cluster dimensions are not supported yet")
+		return nil, bad(".explicitcluster without .reqnctapercluster: a launch contract has no cluster dimensions of its own")
 	}
 	ls.nthreads = c.Block
 	if k.staticShared > maxStaticShared {

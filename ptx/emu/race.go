@@ -1,5 +1,7 @@
 package emu
 
+import "fmt"
+
 // This file is the shared-memory race detector (Launch.RaceCheck).
 //
 // Time between two completed CTA barriers is an epoch. For each 4-byte word
@@ -16,9 +18,13 @@ package emu
 // each other. Sub-word (8- and 16-bit) accesses count for their whole word.
 
 type access struct {
-	thread int32 // linear thread id + 1; 0: none
+	// thread is the thread's index in its cluster (rank, then linear id)
+	// + 1; 0: none; -(id+1): the bulk copy of that id.
+	thread int32
 	pc     int32
-	sync   int32 // the warp's count of warp syncs at the time of the access
+	sync   int32  // the warp's count of warp syncs at the time of the access
+	epoch  uint32 // the epoch of the accessing thread's CTA at the time
+	time   int64  // the cluster's clock at the time
 	atomic bool
 }
 
@@ -51,15 +57,33 @@ func (r *raceState) barrier() {
 // warpSync records a bar.warp.sync of the lanes of m in warp w.
 func (r *raceState) warpSync(w int, m uint32) { r.syncs[w] = append(r.syncs[w], m) }
 
-// ordered reports whether a's access happens before the current access of
-// thread t: only a bar.warp.sync of both, since a, can order them here.
-func (r *raceState) ordered(a access, t int32) bool {
-	w1, w2 := (a.thread-1)/32, (t-1)/32
-	if w1 != w2 {
+// threadID is lane l of w's index in the cluster + 1.
+func (w *warp) threadID(l int) int32 { return int32(w.c.rank*32*len(w.c.warps) + w.id*32 + l + 1) }
+
+// ordered reports whether access a happens before the current access by
+// lane l of w: a bulk copy's write, if the warp saw its mbarrier phase
+// complete; another thread's access of the same CTA, if that CTA completed a
+// barrier since (the access was to another CTA's memory), or a
+// bar.warp.sync of both since.
+func (w *warp) ordered(a access, l int) bool {
+	if a.thread < 0 {
+		cp := w.c.cl.copies[-a.thread-1]
+		return w.observed[cp.bar] > cp.phase
+	}
+	per := int32(32 * len(w.c.warps))
+	if int((a.thread-1)/per) != w.c.rank {
 		return false
 	}
-	both := uint32(1)<<((a.thread-1)%32) | uint32(1)<<((t-1)%32)
-	for _, m := range r.syncs[w1][a.sync:] {
+	r := w.c.race
+	if r.epoch != a.epoch {
+		return true
+	}
+	t := (a.thread - 1) % per
+	if int(t/32) != w.id {
+		return false
+	}
+	both := uint32(1)<<(t%32) | uint32(1)<<l
+	for _, m := range r.syncs[w.id][a.sync:] {
 		if m&both == both {
 			return true
 		}
@@ -67,28 +91,31 @@ func (r *raceState) ordered(a access, t int32) bool {
 	return false
 }
 
-// check records an access of thread t (linear id) to shared offset off and
-// returns the conflicting earlier access, if any.
-func (r *raceState) check(off int, t int32, pc int32, write, atomic bool) (access, bool) {
+// check records an access by lane l of w, at pc, to offset off of the
+// shared memory r watches, and returns the conflicting earlier access, if
+// any, and whether it wrote.
+func (r *raceState) check(off int, w *warp, l int, pc int32, write, atomic bool) (access, bool, bool) {
 	s := &r.words[off/4]
 	if s.epoch != r.epoch {
 		*s = shadow{epoch: r.epoch}
 	}
-	now := access{thread: t, pc: pc, sync: int32(len(r.syncs[(t-1)/32])), atomic: atomic}
+	t := w.threadID(l)
+	mine := w.c.race
+	now := access{thread: t, pc: pc, sync: int32(len(mine.syncs[w.id])), epoch: mine.epoch, time: w.c.cl.clock, atomic: atomic}
 	conflicts := func(a access) bool {
-		return a.thread != 0 && a.thread != t && !(a.atomic && atomic) && !r.ordered(a, t)
+		return a.thread != 0 && a.thread != t && !(a.atomic && atomic) && !w.ordered(a, l)
 	}
 	if conflicts(s.writer) {
-		return s.writer, true
+		return s.writer, true, true
 	}
 	if write {
 		for _, a := range []access{s.r1, s.r2} {
 			if conflicts(a) {
-				return a, true
+				return a, false, true
 			}
 		}
 		s.writer = now
-		return access{}, false
+		return access{}, false, false
 	}
 	switch {
 	case s.r1.thread == 0 || s.r1.thread == t:
@@ -96,32 +123,66 @@ func (r *raceState) check(off int, t int32, pc int32, write, atomic bool) (acces
 	case s.r2.thread == 0 || s.r2.thread == t:
 		s.r2 = now
 	}
+	return access{}, false, false
+}
+
+// landing records bulk copy cp's write of the word at off, and returns an
+// access that conflicts with it: one made after the copy was issued (the
+// accesses before it are taken as ordered: a thread hands the buffer over
+// before the copy is issued).
+func (r *raceState) landing(off int, cp *bulkCopy) (access, bool) {
+	s := &r.words[off/4]
+	if s.epoch != r.epoch {
+		*s = shadow{epoch: r.epoch}
+	}
+	for _, a := range []access{s.writer, s.r1, s.r2} {
+		if a.thread != 0 && a.time > cp.issued {
+			return a, true
+		}
+	}
+	s.writer = access{thread: int32(-cp.id - 1), pc: int32(cp.in.pc), time: cp.w.c.cl.clock}
 	return access{}, false
 }
 
-// raceFault describes a race between the current access (lane of w, at in)
-// and an earlier one.
-func (w *warp) raceFault(in *inst, lane int, addr uint64, write, atomic bool, other access) *Fault {
-	verb := func(write, atomic bool) string {
-		switch {
-		case atomic:
-			return "atomically updates"
-		case write:
-			return "writes"
-		}
-		return "reads"
+// raceFault describes a race between the current access (lane of w, at in,
+// to shared memory of CTA t) and an earlier one.
+func (w *warp) raceFault(in *inst, lane int, t *cta, addr uint64, write, atomic bool, other access, otherWrites bool) *Fault {
+	where := ""
+	if t != w.c {
+		where = fmt.Sprintf(" of CTA rank %d", t.rank)
 	}
-	ot := int(other.thread - 1)
-	o := &w.c.k.code[other.pc]
-	otherWrites := other.atomic || w.c.race.isWriter(addr, other)
-	tid := w.c.tid(ot)
 	return w.addrFault(FaultRace, in, lane, addr,
-		"this thread %s shared memory that thread (%d,%d,%d) [warp %d lane %d] %s at line %d `%s`, with no barrier between them",
-		verb(write, atomic), tid[0], tid[1], tid[2], ot/32, ot%32, verb(otherWrites, other.atomic), o.line, o.text)
+		"this thread %s shared memory%s that %s, with no barrier between them",
+		verb(write, atomic), where, w.c.cl.describe(other, otherWrites))
 }
 
-// isWriter reports whether a is the recorded writer of the word at addr.
-func (r *raceState) isWriter(addr uint64, a access) bool {
-	off := int(addr - sharedWindow)
-	return off >= 0 && off/4 < len(r.words) && r.words[off/4].writer == a
+func verb(write, atomic bool) string {
+	switch {
+	case atomic:
+		return "atomically updates"
+	case write:
+		return "writes"
+	}
+	return "reads"
+}
+
+// describe names an access: the thread (and its CTA if the cluster has
+// several), what it did and where.
+func (cl *cluster) describe(a access, writes bool) string {
+	if a.thread < 0 {
+		cp := cl.copies[-a.thread-1]
+		t := cp.w.tid(cp.lane)
+		return fmt.Sprintf("the bulk copy issued by thread (%d,%d,%d) of CTA rank %d at line %d `%s` wrote (the reader did not wait on its mbarrier phase %d)",
+			t[0], t[1], t[2], cp.w.c.rank, cp.in.line, cp.in.text, cp.phase)
+	}
+	per := 32 * len(cl.ctas[0].warps)
+	c := cl.ctas[int(a.thread-1)/per]
+	ot := int(a.thread-1) % per
+	tid := c.tid(ot)
+	who := fmt.Sprintf("thread (%d,%d,%d) [warp %d lane %d]", tid[0], tid[1], tid[2], ot/32, ot%32)
+	if len(cl.ctas) > 1 {
+		who += fmt.Sprintf(" of CTA rank %d", c.rank)
+	}
+	o := &c.k.code[a.pc]
+	return fmt.Sprintf("%s %s at line %d `%s`", who, verb(writes || a.atomic, a.atomic), o.line, o.text)
 }

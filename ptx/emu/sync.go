@@ -27,8 +27,11 @@ func (c *compiler) barrier(ci *inst, in *ptx.Inst) error {
 		}
 		return err
 	}
-	if has(in, "cluster") {
-		ci.kind, ci.msg = kFault, "barrier.cluster: clusters are not supported yet"
+	if has(in, "cluster") { // barrier.cluster.arrive / .wait
+		ci.kind = kCWait
+		if has(in, "arrive") {
+			ci.kind = kCArrive
+		}
 		return nil
 	}
 	ci.kind = kBar

@@ -1,0 +1,450 @@
+package emu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// This file tests clusters: their CTAs running together, the cluster
+// registers, distributed shared memory through mapa, the split cluster
+// barrier, mbarriers with bulk copies, elect.sync, and the faults of
+// kernels that get them wrong (races, deadlocks).
+
+var seeds = []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+
+// clusterKernel builds entry "k" with a parameter out (u64), clusters of
+// size CTAs (0: no .reqnctapercluster) and body, which gets out and %tid.x.
+func clusterKernel(t *testing.T, size int, body func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg)) *Program {
+	t.Helper()
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	if size > 0 {
+		e.ReqNCTAPerCluster = ptx.Dim3{size}
+	}
+	out := e.LdParam(e.Param("out", ptx.U64))
+	tid := e.Reg(ptx.U32)
+	e.Mov(tid, ptx.TidX)
+	body(m, e, out, tid)
+	e.Ret()
+	return mustLoad(t, m)
+}
+
+// runOut runs k on ctas CTAs of block threads with an out buffer of n
+// words, and returns them.
+func runOut(t *testing.T, p *Program, ctas, block, n int, seed uint64, race bool) ([]uint32, error) {
+	t.Helper()
+	mem := NewMemory()
+	out := mem.Alloc(4*n, 0)
+	_, err := p.Run(mem, Launch{Grid: [3]int{ctas}, Args: mustArgs(t, p, "k", block, 0).Set("out", out), Seed: seed, RaceCheck: race})
+	got, _ := mem.ReadU32s(out, n)
+	return got, err
+}
+
+// storeAt stores v to out[i] (u32 words).
+func storeAt(e *ptx.Entry, out ptx.Reg, i, v ptx.Operand) {
+	a := e.Reg(ptx.U64)
+	e.MulWide(a, i, ptx.Imm(4))
+	e.Add(a, a, out)
+	e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(a, 0), v)
+}
+
+// Every cluster register, for clusters of 1 (declared and implicit), 2, 4
+// and 8 CTAs, in a grid of several clusters.
+func TestClusterRegisters(t *testing.T) {
+	specials := []ptx.Special{ptx.ClusterCtaRank, ptx.ClusterNCtaRank, ptx.ClusterIDX, ptx.ClusterIDY, ptx.NClusterIDX, ptx.NClusterIDZ,
+		ptx.ClusterCtaIDX, ptx.ClusterCtaIDY, ptx.ClusterNCtaIDX, ptx.ClusterNCtaIDZ, ptx.CtaIDX}
+	n := len(specials) + 1
+	for _, size := range []int{0, 1, 2, 4, 8} {
+		p := clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+			p := e.Pred()
+			e.Setp(p, ptx.EQ, tid, ptx.Imm(0))
+			e.If(p, func() {
+				ctaid, base, i := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+				e.Mov(ctaid, ptx.CtaIDX)
+				e.Mul(base, ctaid, ptx.Imm(n))
+				v := e.Reg(ptx.U32)
+				for j, s := range specials {
+					e.Mov(v, s)
+					e.Add(i, base, ptx.Imm(j))
+					storeAt(e, out, i, v)
+				}
+				x := e.Pred()
+				e.Mov(x, ptx.IsExplicitCluster)
+				e.Selp(v, ptx.Imm(1), ptx.Imm(0), x)
+				e.Add(i, base, ptx.Imm(n-1))
+				storeAt(e, out, i, v)
+			})
+		})
+		c := max(size, 1)
+		ctas := 3 * c
+		got, err := runOut(t, p, ctas, 64, n*ctas, 0, true)
+		if err != nil {
+			t.Fatalf("clusters of %d: %v", size, err)
+		}
+		for cta := 0; cta < ctas; cta++ {
+			explicit := 0
+			if size > 0 {
+				explicit = 1
+			}
+			want := []uint32{uint32(cta % c), uint32(c), uint32(cta / c), 0, 3, 1, uint32(cta % c), 0, uint32(c), 1, uint32(cta), uint32(explicit)}
+			if g := got[cta*n : (cta+1)*n]; fmt.Sprint(g) != fmt.Sprint(want) {
+				t.Errorf("clusters of %d, CTA %d: got %v, want %v", size, cta, g, want)
+			}
+		}
+	}
+}
+
+// exchangeKernel: each thread writes its value to its CTA's buf[tid];
+// after a cluster barrier (unless planted away) it reads buf[tid] of the
+// next CTA of its cluster through mapa (and the previous one's through a
+// generic address), adds one to a counter in rank 0's shared memory with
+// red.shared::cluster, and stores what it read; rank 0 stores the counter
+// after the second barrier. The second barrier is split: each thread
+// stores between its arrive and its wait.
+func exchangeKernel(t *testing.T, size int, barrier bool) *Program {
+	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+		buf := m.Shared("buf", ptx.U32, 64, 4)
+		count := m.Shared("count", ptx.U32, 1, 4)
+		rank, ctaid, v, off := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mov(rank, ptx.ClusterCtaRank)
+		e.Mov(ctaid, ptx.CtaIDX)
+		e.Mad(v, ctaid, ptx.Imm(1000), tid)
+		e.Mul(off, tid, ptx.Imm(4))
+		a := e.Reg(ptx.U32)
+		e.Mov(a, buf)
+		e.Add(a, a, off)
+		e.St(ptx.SpaceShared, ptx.U32, ptx.At(a, 0), v)
+		if barrier {
+			e.BarrierClusterSync()
+		}
+		next, prev := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Add(next, rank, ptx.Imm(1))
+		e.Rem(next, next, ptx.Imm(size))
+		e.Add(prev, rank, ptx.Imm(size-1))
+		e.Rem(prev, prev, ptx.Imm(size))
+		remote, got := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mapa(ptx.SpaceSharedCluster, remote, a, next)
+		e.Ld(ptx.SpaceSharedCluster, got, ptx.At(remote, 0))
+		ga, gb, got2 := e.Reg(ptx.U64), e.Reg(ptx.U64), e.Reg(ptx.U32)
+		e.Mov(ga, buf)
+		e.Emit("cvta", []string{"shared", "u64"}, ga, ga)
+		e.Mapa(ptx.SpaceNone, gb, ga, prev)
+		e.Ld(ptx.SpaceNone, got2, ptx.At(gb, 0)) // buf[0] of the previous CTA
+		e.Add(got, got, got2)
+		c0 := e.Reg(ptx.U32)
+		e.Mapa(ptx.SpaceSharedCluster, c0, count, ptx.Imm(0))
+		e.Red(ptx.SpaceSharedCluster, "add", ptx.U32, ptx.At(c0, 0), ptx.Imm(1))
+		e.BarrierClusterArrive(ptx.SemRelease)
+		i := e.Reg(ptx.U32)
+		e.Mad(i, ctaid, ptx.Imm(65), tid)
+		storeAt(e, out, i, got)
+		e.BarrierClusterWait(ptx.SemAcquire)
+		p := e.Pred()
+		e.Setp(p, ptx.EQ, tid, ptx.Imm(0))
+		first := e.Pred()
+		e.Setp(first, ptx.EQ, rank, ptx.Imm(0))
+		e.AndPred(p, p, first)
+		e.If(p, func() {
+			n := e.Reg(ptx.U32)
+			e.Ld(ptx.SpaceSharedCTA, n, ptx.At(count, 0))
+			e.Add(i, i, ptx.Imm(64))
+			storeAt(e, out, i, n)
+		})
+	})
+}
+
+// Distributed shared memory: each CTA reads its neighbours' values after a
+// cluster barrier, for every cluster size and several schedules.
+func TestClusterExchange(t *testing.T) {
+	for _, size := range []int{2, 4, 8} {
+		p := exchangeKernel(t, size, true)
+		ctas := 2 * size
+		for _, seed := range seeds {
+			got, err := runOut(t, p, ctas, 64, 65*ctas, seed, true)
+			if err != nil {
+				t.Fatalf("clusters of %d, seed %d: %v", size, seed, err)
+			}
+			for cta := 0; cta < ctas; cta++ {
+				base, rank := cta-cta%size, cta%size
+				next, prev := base+(rank+1)%size, base+(rank+size-1)%size
+				for tid := 0; tid < 64; tid++ {
+					if w := uint32(next*1000 + tid + prev*1000); got[cta*65+tid] != w {
+						t.Fatalf("clusters of %d, seed %d: CTA %d thread %d read %d, want %d", size, seed, cta, tid, got[cta*65+tid], w)
+					}
+				}
+				if want := uint32(0); rank == 0 {
+					want = uint32(64 * size)
+					if got[cta*65+64] != want {
+						t.Errorf("clusters of %d, seed %d: CTA %d counted %d, want %d", size, seed, cta, got[cta*65+64], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Planted bug 1: without the cluster barrier, reading another CTA's
+// shared memory races with its writer, whatever the schedule.
+func TestClusterMissingBarrierIsARace(t *testing.T) {
+	for _, size := range []int{2, 8} {
+		p := exchangeKernel(t, size, false)
+		for _, seed := range seeds {
+			_, err := runOut(t, p, size, 64, 65*size, seed, true)
+			wantFault(t, err, FaultRace, "kernel k", "with no barrier between them", "of CTA rank", "st.shared.u32")
+		}
+	}
+}
+
+// bulkKernel: thread 0 initialises an mbarrier, then (after a CTA
+// barrier) expects txBytes on it and issues a bulk copy of 256 bytes (the
+// CTA's row of src) into buf; every thread waits on the mbarrier (unless
+// planted away) and stores buf[tid] to out.
+func bulkKernel(t *testing.T, size, txBytes int, wait bool) *Program {
+	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+		bar := m.Shared("bar", ptx.B64, 1, 8)
+		buf := m.Shared("buf", ptx.U32, 64, 16)
+		src := e.LdParam(e.Param("src", ptx.U64))
+		ctaid := e.Reg(ptx.U32)
+		e.Mov(ctaid, ptx.CtaIDX)
+		p := e.Pred()
+		e.Setp(p, ptx.EQ, tid, ptx.Imm(0))
+		e.If(p, func() {
+			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(1))
+			e.FenceMbarrierInit()
+		})
+		e.BarSync(0)
+		e.If(p, func() {
+			row := e.Reg(ptx.U64)
+			e.MulWide(row, ctaid, ptx.Imm(256))
+			e.Add(row, row, src)
+			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeCTA, e.Reg(ptx.B64), ptx.At(bar, 0), ptx.Imm(txBytes))
+			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(row, 0), ptx.Imm(256), ptx.At(bar, 0))
+		})
+		if wait {
+			e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCTA, ptx.At(bar, 0), ptx.Imm(0))
+		}
+		off, v, i := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mul(off, tid, ptx.Imm(4))
+		a := e.Reg(ptx.U32)
+		e.Mov(a, buf)
+		e.Add(a, a, off)
+		e.Ld(ptx.SpaceShared, v, ptx.At(a, 0))
+		e.Mad(i, ctaid, ptx.Imm(64), tid)
+		storeAt(e, out, i, v)
+	})
+}
+
+// runBulk runs a bulkKernel on ctas CTAs of 64 threads, src row c holding
+// c*1000+i, and reports the rows that came out wrong.
+func runBulk(t *testing.T, p *Program, ctas int, seed uint64, race bool) (wrong int, err error) {
+	t.Helper()
+	mem := NewMemory()
+	rows := make([]uint32, 64*ctas)
+	for i := range rows {
+		rows[i] = uint32(i/64*1000 + i%64 + 1)
+	}
+	src := mem.AllocU32s(rows)
+	out := mem.Alloc(4*len(rows), 0)
+	args := mustArgs(t, p, "k", 64, 0).Set("out", out).Set("src", src)
+	_, err = p.Run(mem, Launch{Grid: [3]int{ctas}, Args: args, Seed: seed, RaceCheck: race})
+	got, _ := mem.ReadU32s(out, len(rows))
+	for i := range rows {
+		if got[i] != rows[i] {
+			wrong++
+		}
+	}
+	return wrong, err
+}
+
+// A bulk copy on an mbarrier with expect_tx, then try_wait: correct for
+// every schedule, alone and in clusters.
+func TestBulkCopy(t *testing.T) {
+	for _, size := range []int{0, 2, 4} {
+		p := bulkKernel(t, size, 256, true)
+		ctas := 2 * max(size, 1)
+		for _, seed := range seeds {
+			wrong, err := runBulk(t, p, ctas, seed, true)
+			if err != nil || wrong != 0 {
+				t.Fatalf("clusters of %d, seed %d: %d words wrong, %v", size, seed, wrong, err)
+			}
+		}
+	}
+}
+
+// Planted bug 2: reading the copy's destination without waiting on its
+// mbarrier is reported as a race for every seed (the copy lands on memory
+// read after its issue); without the race detector the reads see stale
+// data.
+func TestBulkCopyReadBeforeWait(t *testing.T) {
+	p := bulkKernel(t, 0, 256, false)
+	for _, seed := range seeds {
+		_, err := runBulk(t, p, 2, seed, true)
+		wantFault(t, err, FaultRace, "kernel k", "cp.async.bulk", "the bulk copy issued here (into CTA rank 0) lands in shared memory that thread",
+			"reads at line", "before it completed")
+		if wrong, err := runBulk(t, p, 2, seed, false); err != nil || wrong == 0 {
+			t.Errorf("seed %d without the race detector: %d words wrong, %v; want stale data", seed, wrong, err)
+		}
+	}
+}
+
+// An mbarrier that never completes (expecting more bytes than the copy
+// brings) is a fault naming the kernel, the CTA, the wait and the
+// barrier's state, not a hang.
+func TestMbarrierNeverCompletes(t *testing.T) {
+	p := bulkKernel(t, 2, 512, true)
+	_, err := runBulk(t, p, 2, 0, true)
+	f := wantFault(t, err, FaultBarrier, "kernel k", "mbarrier.try_wait.parity", "never completes phase 0",
+		"0 of 1 arrivals pending, transaction count 256 bytes", "CTA rank 1")
+	if f.Line == 0 {
+		t.Errorf("the fault names no line: %v", f)
+	}
+}
+
+// A cluster barrier that one CTA's threads never reach ends with a fault,
+// whether they wait elsewhere or loop forever; threads that exit count as
+// arrived.
+func TestClusterBarrierNotReached(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rank1  func(m *ptx.Module, e *ptx.Entry)
+		kind   FaultKind
+		want   []string
+		passes bool
+	}{
+		{"waits on an mbarrier", func(m *ptx.Module, e *ptx.Entry) {
+			bar := m.Shared("bar", ptx.B64, 1, 8)
+			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(1000))
+			e.MbarrierWait(ptx.SpaceShared, ptx.ScopeDefault, ptx.At(bar, 0), ptx.Imm(0))
+		}, FaultBarrier, []string{"barrier.cluster.wait", "CTA (0,0,0)", "cluster barrier's phase 0 never completes: 64 of the cluster's 128 threads arrived",
+			"CTA rank 1 (1,0,0): warp 0: lanes {0-31} wait on the mbarrier at line"}, false},
+		{"loops forever", func(m *ptx.Module, e *ptx.Entry) {
+			l := e.NewLabel("forever")
+			e.Place(l)
+			e.Bra(l)
+		}, FaultSteps, []string{"CTA (1,0,0)", "bra"}, false},
+		{"exits", func(m *ptx.Module, e *ptx.Entry) { e.Exit() }, 0, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := clusterKernel(t, 2, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+				rank := e.Reg(ptx.U32)
+				e.Mov(rank, ptx.ClusterCtaRank)
+				p := e.Pred()
+				e.Setp(p, ptx.EQ, rank, ptx.Imm(1))
+				e.If(p, func() { tc.rank1(m, e) })
+				e.BarrierClusterSync()
+				e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(out, 0), ptx.Imm(7))
+			})
+			mem := NewMemory()
+			out := mem.Alloc(4, 0)
+			_, err := p.Run(mem, Launch{Grid: [3]int{2}, Args: mustArgs(t, p, "k", 64, 0).Set("out", out), MaxSteps: 10000, RaceCheck: true})
+			if tc.passes {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantFault(t, err, tc.kind, append(tc.want, "kernel k")...)
+		})
+	}
+}
+
+// A CTA arrives on another CTA's mbarrier through mapa; that CTA waits for
+// the phase. Arriving without waiting, or waiting without arriving, at the
+// cluster barrier is a fault.
+func TestRemoteMbarrierArrive(t *testing.T) {
+	p := clusterKernel(t, 4, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+		bar := m.Shared("bar", ptx.B64, 1, 8)
+		rank := e.Reg(ptx.U32)
+		e.Mov(rank, ptx.ClusterCtaRank)
+		first, zero := e.Pred(), e.Pred()
+		e.Setp(first, ptx.EQ, rank, ptx.Imm(0))
+		e.Setp(zero, ptx.EQ, tid, ptx.Imm(0))
+		both := e.Pred()
+		e.AndPred(both, first, zero)
+		e.If(both, func() {
+			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(3*32)) // every thread of ranks 1-3
+			e.FenceMbarrierInit()
+		})
+		e.BarrierClusterArrive(ptx.SemRelaxed)
+		e.BarrierClusterWait(ptx.SemAcquire)
+		e.IfElse(first, func() {
+			e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(bar, 0), ptx.Imm(0))
+			e.Guarded(zero, func() { e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(out, 0), ptx.Imm(7)) })
+		}, func() {
+			r := e.Reg(ptx.U32)
+			e.Mapa(ptx.SpaceSharedCluster, r, bar, ptx.Imm(0))
+			e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(r, 0))
+		})
+		e.BarrierClusterSync() // rank 0's barrier outlives the arrivals
+	})
+	for _, seed := range seeds {
+		got, err := runOut(t, p, 8, 32, 1, seed, true)
+		if err != nil || got[0] != 7 {
+			t.Fatalf("seed %d: %v %v", seed, got, err)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		body func(e *ptx.Entry)
+		want string
+	}{
+		{"arrive twice", func(e *ptx.Entry) { e.BarrierClusterArrive(ptx.SemDefault); e.BarrierClusterArrive(ptx.SemDefault) }, "arrives at the cluster barrier again"},
+		{"wait alone", func(e *ptx.Entry) { e.BarrierClusterWait(ptx.SemDefault) }, "without arriving first"},
+	} {
+		p := clusterKernel(t, 2, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) { tc.body(e) })
+		_, err := runOut(t, p, 2, 32, 1, 0, false)
+		wantFault(t, err, FaultBarrier, tc.want)
+	}
+}
+
+// elect.sync elects the lowest lane of the member mask, executed by all
+// of its lanes, and gives every lane its id.
+func TestElectSync(t *testing.T) {
+	p := clusterKernel(t, 0, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+		lane, v := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		p, odd := e.Pred(), e.Pred()
+		bit := e.Reg(ptx.U32)
+		e.And(bit, tid, ptx.Imm(1))
+		e.Setp(odd, ptx.EQ, bit, ptx.Imm(1))
+		e.IfElse(odd, func() { e.ElectSync(lane, p, ptx.Imm(0xAAAAAAAA)) },
+			func() { e.ElectSync(lane, p, ptx.Imm(0x55555555)) })
+		e.Selp(v, ptx.Imm(100), ptx.Imm(0), p)
+		e.Add(v, v, lane)
+		storeAt(e, out, tid, v)
+	})
+	got, err := runOut(t, p, 1, 64, 64, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tid, g := range got {
+		want := uint32(tid % 2)
+		if tid%32 < 2 {
+			want += 100
+		}
+		if g != want {
+			t.Errorf("thread %d: got %d, want %d", tid, g, want)
+		}
+	}
+}
+
+// The same seed gives the same run; another seed may give another
+// interleaving but the same results.
+func TestClusterDeterministic(t *testing.T) {
+	p := exchangeKernel(t, 4, true)
+	var stats []Stats
+	for range 2 {
+		mem := NewMemory()
+		out := mem.Alloc(4*65*8, 0)
+		st, err := p.Run(mem, Launch{Grid: [3]int{8}, Args: mustArgs(t, p, "k", 64, 0).Set("out", out), Seed: 42, RaceCheck: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats = append(stats, st)
+	}
+	if stats[0] != stats[1] {
+		t.Errorf("two runs of seed 42: %+v and %+v", stats[0], stats[1])
+	}
+}
