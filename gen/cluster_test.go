@@ -1,0 +1,141 @@
+package gen_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
+	"github.com/gvr-go/gvr/ptx/emu"
+)
+
+// clusterRows are rows of every length from 0 up, starting at every
+// alignment (an odd stride), with NaN, Inf and ties, some longer than a
+// cluster of maxN holds; and a threshold per row.
+func clusterRows(r *rand.Rand, maxN int) (x []float32, stride int, lens []int, thr []float32) {
+	lens = []int{0, 1, 3, 4, 5, 17, 63, maxN - 1, maxN, maxN + 37, 2*maxN + 5}
+	stride = 2*maxN + 7
+	x = make([]float32, len(lens)*stride)
+	for i := range x {
+		switch u := r.Float64(); {
+		case u < 0.02:
+			x[i] = float32(math.NaN())
+		case u < 0.04:
+			x[i] = float32(math.Inf(1 - 2*r.IntN(2)))
+		case u < 0.3:
+			x[i] = float32(r.IntN(4)) // ties
+		default:
+			x[i] = float32(r.NormFloat64())
+		}
+	}
+	thr = make([]float32, len(lens))
+	for i := range thr {
+		thr[i] = float32(r.NormFloat64())
+	}
+	thr[0], thr[1] = float32(math.Inf(-1)), float32(math.NaN())
+	return x, stride, lens, thr
+}
+
+// TestClusterKernels runs cluster_count_ge and cluster_read in the
+// interpreter, one row per cluster of C = 1, 2, 4, 8 CTAs, on several
+// schedules (seeds) with the race checker: the counts are exact, and each
+// CTA holds its slice of the row.
+func TestClusterKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const maxN = 200
+	x, stride, lens, thr := clusterRows(r, maxN)
+	rows := len(lens)
+	want := make([]uint32, rows)
+	for row, n := range lens {
+		for _, v := range x[row*stride : row*stride+n] {
+			if !(v < thr[row]) { // >= or unordered
+				want[row]++
+			}
+		}
+	}
+	l32 := make([]int32, rows)
+	for row, n := range lens {
+		l32[row] = int32(n)
+	}
+	for _, C := range []int{1, 2, 4, 8} {
+		cfg := gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90, Cluster: C, MaxN: maxN}
+		count, countK := load(t, "cluster_count_ge", cfg)
+		read, readK := load(t, "cluster_read", cfg)
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("C=%d/seed=%d", C, seed), func(t *testing.T) {
+				mem := emu.NewMemory()
+				scores, lengths, thresholds := mem.AllocF32s(x), mem.AllocI32s(l32), mem.AllocF32s(thr)
+				counts := mem.AllocU32s(make([]uint32, rows))
+				args := countK.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).
+					Set("lengths", lengths).Set("thresholds", thresholds).Set("counts", counts)
+				if _, err := count.Run(mem, emu.Launch{Grid: [3]int{rows * C}, Args: args, RaceCheck: true, Seed: seed}); err != nil {
+					t.Fatalf("cluster_count_ge: %v", err)
+				}
+				got, err := mem.ReadU32s(counts, rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for row := range rows {
+					if got[row] != want[row] {
+						t.Errorf("cluster_count_ge: row %d (n = %d, threshold %v): count %d, want %d", row, lens[row], thr[row], got[row], want[row])
+					}
+				}
+
+				held := mem.AllocU32s(make([]uint32, rows*C))
+				rargs := readK.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).
+					Set("lengths", lengths).Set("held", held)
+				if _, err := read.Run(mem, emu.Launch{Grid: [3]int{rows * C}, Args: rargs, RaceCheck: true, Seed: seed}); err != nil {
+					t.Fatalf("cluster_read: %v", err)
+				}
+				h, err := mem.ReadU32s(held, rows*C)
+				if err != nil {
+					t.Fatal(err)
+				}
+				capacity := ((maxN+C-1)/C + 3) / 4 * 4
+				for row, n := range lens {
+					chunk := (n + 4*C - 1) / (4 * C) * 4
+					for rank := range C {
+						if w := min(chunk, max(0, n-rank*chunk), capacity); h[row*C+rank] != uint32(w) {
+							t.Errorf("cluster_read: row %d (n = %d), CTA %d holds %d elements, want %d", row, n, rank, h[row*C+rank], w)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestClusterConfig: the cluster fields are checked, and kept for the
+// cluster kernels.
+func TestClusterConfig(t *testing.T) {
+	base := gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90}
+	for _, c := range []struct {
+		name string
+		edit func(*gen.Config)
+		want string
+	}{
+		{"cluster_count_ge", func(c *gen.Config) { c.Cluster = 17 }, "Cluster = 17"},
+		{"cluster_count_ge", func(c *gen.Config) { c.Cluster, c.Target = 2, ptx.SM80 }, "sm_80 has no thread-block clusters"},
+		{"cluster_read", func(c *gen.Config) { c.MaxN = 1 << 20 }, "needs 4194"},
+		{"count_ge", func(c *gen.Config) { c.Cluster = 2 }, "Cluster and MaxN are for the cluster kernels"},
+		{"gvr_topk", func(c *gen.Config) { c.MaxN = 4096 }, "Cluster and MaxN are for the cluster kernels"},
+	} {
+		cfg := base
+		c.edit(&cfg)
+		if _, err := gen.Generate(c.name, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s (%v): %v; want an error about %q", c.name, cfg, err, c.want)
+		}
+	}
+	cfg := base
+	cfg.Cluster, cfg.MaxN = 16, 4096
+	k, err := gen.Generate("cluster_count_ge", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := k.Launch; l.Cluster != 16 || !l.NonPortableCluster || l.SharedBytes < 4*4096/16 {
+		t.Errorf("contract %v: want clusters of 16 (non-portable) and room for 256 elements a CTA", l)
+	}
+}
