@@ -3,6 +3,7 @@
 package topk
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +12,8 @@ import (
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/runtime"
 )
+
+var maxCluster = flag.Int("gvr.max-cluster", 16, "TestClusterKernels: the largest cluster size to run")
 
 // TestClusterKernels runs the cluster building blocks on the GPU, one row
 // per cluster of C = 1 to 16 CTAs: cluster_count_ge against a count in Go
@@ -52,6 +55,10 @@ func TestClusterKernels(t *testing.T) {
 		}
 	}
 	for _, C := range []int{1, 2, 4, 8, 16} {
+		if C > *maxCluster {
+			t.Logf("clusters of %d: not run (-gvr.max-cluster=%d)", C, *maxCluster)
+			continue
+		}
 		t.Run(fmt.Sprintf("C=%d", C), func(t *testing.T) {
 			cfg := gen.DefaultConfig()
 			cfg.BlockSize, cfg.Target, cfg.Cluster, cfg.MaxN = 256, d.Info().Target, C, maxN
