@@ -172,15 +172,7 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 	e := c.e
 	T := int64(c.threads)
 
-	// head = min(n, elements before the first 16-byte boundary).
-	lo := c.u32()
-	e.Cvt(lo, row)
-	e.And(lo, lo, ptx.Imm(15))
-	head := c.u32()
-	e.Sub(head, ptx.Imm(16), lo)
-	e.And(head, head, ptx.Imm(15))
-	e.Shr(head, head, ptx.Imm(2))
-	e.Min(head, head, n)
+	head := c.headElems(row, n)
 	e.If(c.setp(ptx.LT, c.tid, head), func() {
 		c.visitScalar(row, c.tid, visit)
 	})
@@ -235,6 +227,21 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 		e.Add(j, t0, c.tid)
 		c.visitScalar(row, j, visit)
 	})
+}
+
+// headElems is how many 4-byte elements at global address a come before
+// the first 16-byte boundary at or after it (0 to 3), at most n.
+func (c *cta) headElems(a, n ptx.Reg) ptx.Reg {
+	e := c.e
+	lo := c.u32()
+	e.Cvt(lo, a)
+	e.And(lo, lo, ptx.Imm(15))
+	head := c.u32()
+	e.Sub(head, ptx.Imm(16), lo)
+	e.And(head, head, ptx.Imm(15))
+	e.Shr(head, head, ptx.Imm(2))
+	e.Min(head, head, n)
+	return head
 }
 
 func (c *cta) visitScalar(row, j ptx.Reg, visit func(ptx.Reg, func() ptx.Reg)) {

@@ -107,14 +107,7 @@ func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, 
 	g := c.u64()
 	e.MulWide(g, s.lo, ptx.Imm(4))
 	e.Add(g, g, row)
-	low := c.u32()
-	e.Cvt(low, g)
-	e.And(low, low, ptx.Imm(15))
-	head := c.u32()
-	e.Sub(head, ptx.Imm(16), low)
-	e.And(head, head, ptx.Imm(15))
-	e.Shr(head, head, ptx.Imm(2))
-	e.Min(head, head, s.held)
+	head := c.headElems(g, s.held)
 	vecBytes := c.u32()
 	e.Sub(vecBytes, s.held, head)
 	e.And(vecBytes, vecBytes, ptx.Imm(^int64(3)))
@@ -217,22 +210,15 @@ func (c *cta) clusterSum(sh clusterShared, s slice, v ptx.Reg) ptx.Reg {
 // the counts over distributed shared memory, one add per CTA.
 func genClusterCountGE(cfg Config) (*Kernel, error) {
 	name := "cluster_count_ge"
-	m, e, sv := kernelModule(name, cfg)
-	C := cfg.cluster()
-	e.ReqNCTAPerCluster = ptx.Dim3{C}
-	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
-	scores, stride := c.globalParam("scores"), e.LdParam(e.Param("row_stride", ptx.U64))
-	lengths, thresholds, counts := c.globalParam("lengths"), c.globalParam("thresholds"), c.globalParam("counts")
+	m, c, row := newClusterKernel(name, cfg)
+	e := c.e
+	thresholds, counts := c.globalParam("thresholds"), c.globalParam("counts")
 	sh := allocCluster(&c.smem.layout, cfg)
 	scratch := c.smem.alloc("warp_totals", 4*c.warps(), 4)
-
-	r := c.u32()
-	e.Mov(r, ptx.ClusterIDX)
-	n := c.u32()
-	e.Ld(ptx.SpaceGlobal, n, c.elemAddr(lengths, r, 4))
+	C, r, n := cfg.cluster(), row.id, row.n
 	thr := c.f32()
 	e.Ld(ptx.SpaceGlobal, thr, c.elemAddr(thresholds, r, 4))
-	s := c.loadSlice(sh, C, c.rowAddr(scores, stride, r), n, func(s slice) {
+	s := c.loadSlice(sh, C, row.addr, n, func(s slice) {
 		e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.count, 0), ptx.Imm(0))
 		})
@@ -275,19 +261,12 @@ func genClusterCountGE(cfg Config) (*Kernel, error) {
 // take.
 func genClusterRead(cfg Config) (*Kernel, error) {
 	name := "cluster_read"
-	m, e, sv := kernelModule(name, cfg)
-	C := cfg.cluster()
-	e.ReqNCTAPerCluster = ptx.Dim3{C}
-	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
-	scores, stride := c.globalParam("scores"), e.LdParam(e.Param("row_stride", ptx.U64))
-	lengths, held := c.globalParam("lengths"), c.globalParam("held")
+	m, c, row := newClusterKernel(name, cfg)
+	e := c.e
+	held := c.globalParam("held")
 	sh := allocCluster(&c.smem.layout, cfg)
-
-	r := c.u32()
-	e.Mov(r, ptx.ClusterIDX)
-	n := c.u32()
-	e.Ld(ptx.SpaceGlobal, n, c.elemAddr(lengths, r, 4))
-	s := c.loadSlice(sh, C, c.rowAddr(scores, stride, r), n, nil)
+	C, r := cfg.cluster(), row.id
+	s := c.loadSlice(sh, C, row.addr, row.n, nil)
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		slot := c.u32()
 		e.Mad(slot, r, ptx.Imm(int64(C)), s.rank)
@@ -305,6 +284,31 @@ func FitsCluster(cfg Config) bool {
 // IsClusterKernel reports whether kernel name runs one row per
 // thread-block cluster (Config.Cluster, Config.MaxN; sm_90+).
 func IsClusterKernel(name string) bool { return generators[name].cluster }
+
+// clusterRow is the row a cluster works on: its index (%clusterid.x),
+// global address and length.
+type clusterRow struct {
+	id   ptx.Reg // u32
+	addr ptx.Reg // u64 global address of element 0
+	n    ptx.Reg // u32, lengths[id]
+}
+
+// newClusterKernel starts cluster kernel name for cfg, one row per
+// cluster of cfg.Cluster CTAs: its module, its CTA context, and its row,
+// from the parameters every cluster kernel begins with, (scores,
+// row_stride, lengths).
+func newClusterKernel(name string, cfg Config) (*ptx.Module, *cta, clusterRow) {
+	m, e, sv := kernelModule(name, cfg)
+	e.ReqNCTAPerCluster = ptx.Dim3{cfg.cluster()}
+	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	scores, stride := c.globalParam("scores"), e.LdParam(e.Param("row_stride", ptx.U64))
+	lengths := c.globalParam("lengths")
+	row := clusterRow{id: c.u32(), n: c.u32()}
+	e.Mov(row.id, ptx.ClusterIDX)
+	e.Ld(ptx.SpaceGlobal, row.n, c.elemAddr(lengths, row.id, 4))
+	row.addr = c.rowAddr(scores, stride, row.id)
+	return m, c, row
+}
 
 // checkCluster reports why cfg cannot make a cluster kernel.
 func checkCluster(cfg Config) error {
