@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx"
 )
 
@@ -43,24 +42,6 @@ func device(t testing.TB) *Device {
 		t.Skipf("no GPU: %v", testDev.err)
 	}
 	return testDev.d
-}
-
-// small is a configuration whose kernels are quick to JIT.
-var small = gen.Config{K: 16, MaxCandidates: 1024, BlockSize: 128, Bins: 256}
-
-// genKernel generates kernel name for cfg on d's target and loads it by
-// its contract. (Only the tests use gen: the package itself knows PTX
-// and contracts, not generators.)
-func genKernel(t testing.TB, d *Device, name string, cfg gen.Config) *Kernel {
-	t.Helper()
-	if cfg.Target.Name == "" {
-		cfg.Target = d.Info().Target
-	}
-	gk, err := gen.Generate(name, cfg)
-	must(t, err)
-	k, err := d.Load(gk.PTX(), gk.Launch)
-	must(t, err)
-	return k
 }
 
 func TestDevice(t *testing.T) {
@@ -219,7 +200,7 @@ func must(t testing.TB, err error) {
 
 func TestLaunch(t *testing.T) {
 	d := device(t)
-	k := genKernel(t, d, "count_ge", small)
+	k := loadCountGE(t, d)
 	t.Logf("%v", k)
 	s, err := d.NewStream()
 	must(t, err)
@@ -246,7 +227,7 @@ func TestLaunch(t *testing.T) {
 		return k.Args().Set("scores", buf.Ptr()).Set("row_stride", 1).Set("lengths", buf.Ptr()).
 			Set("thresholds", buf.Ptr()).Set("counts", buf.Ptr())
 	}
-	other := genKernel(t, d, "block_scan", small)
+	other := loadFill(t, d)
 	fake := &Stream{dev: &Device{info: Info{Ordinal: 7, Name: "another GPU"}}}
 	for _, c := range []struct {
 		name, want string
@@ -255,7 +236,7 @@ func TestLaunch(t *testing.T) {
 		{"a parameter not set", "row_stride is not set", k.Launch(nil, 1, k.Args().Set("scores", buf.Ptr()))},
 		{"an unknown parameter", `no parameter "count"`, k.Launch(nil, 1, good().Set("count", buf.Ptr()))},
 		{"a misaligned pointer", "lengths = 0x", k.Launch(nil, 1, good().Set("lengths", buf.Ptr()+2))},
-		{"another kernel's arguments", "arguments are for block_scan", k.Launch(nil, 1, other.Args())},
+		{"another kernel's arguments", "arguments are for fill", k.Launch(nil, 1, other.Args())},
 		{"no arguments", "no arguments", k.Launch(nil, 1, nil)},
 		{"grid 0", "0 CTAs", k.Launch(nil, 0, good())},
 		{"wrong device", "is on device 7", k.Launch(fake, 1, good())},
@@ -275,20 +256,17 @@ func TestLaunch(t *testing.T) {
 
 func TestJITErrorLog(t *testing.T) {
 	d := device(t)
-	k, err := gen.Generate("count_ge", func() gen.Config { c := small; c.Target = d.Info().Target; return c }())
-	must(t, err)
+	text, l := countGEText(t, d.Info().Target, false)
 	// Text gvr cannot read is refused before the JIT, saying why.
-	bad := strings.Replace(k.PTX(), "ret;", "mov.u32 %no_such_register, 1;\n\tret;", 1)
-	if _, err := d.LoadPTX(bad, "count_ge", k.Launch.SharedBytes); err == nil || !strings.Contains(err.Error(), "reading the PTX") ||
+	bad := strings.Replace(text, "ret;", "mov.u32 %no_such_register, 1;\n\tret;", 1)
+	if _, err := d.LoadPTX(bad, "count_ge", 0); err == nil || !strings.Contains(err.Error(), "reading the PTX") ||
 		!strings.Contains(err.Error(), "no_such_register") {
 		t.Errorf("PTX with an undeclared register: %v; want a parse error naming it", err)
 	}
 	// Text that reads well but that the JIT refuses: 1 MB of static
 	// shared memory, more than any SM has.
-	text := strings.Replace(k.PTX(), ".extern .shared .align 16 .b8 count_ge_smem[];",
-		".extern .shared .align 16 .b8 count_ge_smem[];\n.shared .align 4 .b8 too_big[1048576];", 1)
-	text = strings.Replace(text, "\tret;", "\tst.shared.u32 \t[too_big+1048572], %r1;\n\tret;", 1)
-	_, err = d.LoadPTX(text, "count_ge", k.Launch.SharedBytes)
+	big, _ := countGEText(t, d.Info().Target, true)
+	_, err := d.LoadPTX(big, "count_ge", 0)
 	var je *JITError
 	if !errors.As(err, &je) {
 		t.Fatalf("PTX the JIT refuses: error %v, want a *JITError", err)
@@ -301,35 +279,35 @@ func TestJITErrorLog(t *testing.T) {
 	if !errors.As(err, &de) || !strings.HasPrefix(de.Name, "CUDA_ERROR_") {
 		t.Errorf("no DriverError with the driver's name in %v", err)
 	}
-	if _, err := d.LoadPTX(k.PTX(), "not_there", 0); err == nil || !strings.Contains(err.Error(), `no entry "not_there"`) {
+	if _, err := d.LoadPTX(text, "not_there", 0); err == nil || !strings.Contains(err.Error(), `no entry "not_there"`) {
 		t.Errorf("missing entry: %v", err)
 	}
-	if _, err := d.LoadPTX(k.PTX(), "count_ge", d.Info().SharedOptin+1); err == nil || !strings.Contains(err.Error(), "shared memory") {
+	if _, err := d.LoadPTX(text, "count_ge", d.Info().SharedOptin+1); err == nil || !strings.Contains(err.Error(), "shared memory") {
 		t.Errorf("too much shared memory: %v", err)
 	}
 	// A contract that is not the text's is refused before the JIT.
-	l := k.Launch
-	l.Params = append([]ptx.Param(nil), l.Params...)
-	l.Params[0].PtrAlign = 16
-	if _, err := d.Load(k.PTX(), l); err == nil || !strings.Contains(err.Error(), "does not match the PTX") {
+	ml := l
+	ml.Params = append([]ptx.Param(nil), l.Params...)
+	ml.Params[0].PtrAlign = 16
+	if _, err := d.Load(text, ml); err == nil || !strings.Contains(err.Error(), "does not match the PTX") {
 		t.Errorf("a contract with another alignment: %v", err)
 	}
-	l = k.Launch
-	l.Block = 256
-	if _, err := d.Load(k.PTX(), l); err == nil || !strings.Contains(err.Error(), "the PTX fixes 128") {
+	ml = l
+	ml.Block = 256
+	if _, err := d.Load(text, ml); err == nil || !strings.Contains(err.Error(), "the PTX fixes 128") {
 		t.Errorf("a contract with another block: %v", err)
 	}
 	// A plain text whose entry fixes its block loads by LoadPTX alone.
-	lk, err := d.LoadPTX(k.PTX(), "count_ge", k.Launch.SharedBytes)
+	lk, err := d.LoadPTX(text, "count_ge", 0)
 	must(t, err)
-	if lk.Contract.String() != k.Launch.String() {
-		t.Errorf("LoadPTX contract %v; the generator's %v", lk.Contract, k.Launch)
+	if lk.Contract.String() != l.String() {
+		t.Errorf("LoadPTX contract %v; the builder's %v", lk.Contract, l)
 	}
 }
 
 func TestGraphAndEvents(t *testing.T) {
 	d := device(t)
-	k := genKernel(t, d, "count_ge", small)
+	k := loadCountGE(t, d)
 	var err error
 	s, err := d.NewStream()
 	must(t, err)
@@ -413,7 +391,7 @@ func TestGraphAndEvents(t *testing.T) {
 
 func TestConcurrentLaunches(t *testing.T) {
 	d := device(t)
-	k := genKernel(t, d, "count_ge", small)
+	k := loadCountGE(t, d)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

@@ -14,7 +14,7 @@ import (
 // Stream.Close waits for the stream's work.
 func TestStreamOrdering(t *testing.T) {
 	d := device(t)
-	k := genKernel(t, d, "count_ge", small)
+	k := loadCountGE(t, d)
 	// One CTA over a 16M-float row takes milliseconds: long enough for the
 	// host to see it running.
 	const n = 1 << 24
