@@ -20,4 +20,6 @@
 // the cuda build tag; without it NewSelector returns runtime.ErrNoCUDA.
 // Synthetic and Decode generate the GVR paper's synthetic indexer scores and
 // decode trajectories.
+// LoadTrace and Trace.Save read and write decode steps of scores, captured or
+// synthetic (DecodeTrace), in NumPy .npy files, so runs can be replayed.
 package topk
