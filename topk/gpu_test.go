@@ -749,14 +749,6 @@ func TestGraphReplay(t *testing.T) {
 	}
 }
 
-func math32bits(x []float32) []uint32 {
-	b := make([]uint32, len(x))
-	for i, v := range x {
-		b[i] = math.Float32bits(v)
-	}
-	return b
-}
-
 // TestSelectHost is the host-slice convenience call.
 func TestSelectHost(t *testing.T) {
 	d := gpu(t)

@@ -192,6 +192,8 @@ func TestTraceRoundTrip(t *testing.T) {
 	sameTrace(t, got, tr)
 }
 
+// math32bits are the bits of each float (for comparisons that must see
+// NaN payloads and signed zeros).
 func math32bits(x []float32) []uint32 {
 	b := make([]uint32, len(x))
 	for i, v := range x {
