@@ -19,5 +19,7 @@
 // each layer's Top-K on the device as the next step's prediction. It needs
 // the cuda build tag; without it NewSelector returns runtime.ErrNoCUDA.
 // Synthetic and Decode generate the GVR paper's synthetic indexer scores and
-// decode trajectories.
+// decode trajectories; NewTrajectory generates decode trajectories whose
+// score distributions and step-to-step Top-K overlap follow the paper's
+// measurements per layer (Profile), and measures that overlap (Overlap).
 package topk

@@ -339,7 +339,6 @@ func latentOverlap(rho, t float64) float64 {
 // step after step a row that grows by NextN positions a step, and measures
 // the overlap of its Top-K with the previous step's.
 type Trajectory struct {
-	p       Profile
 	sc      scorer
 	k       int
 	start   int
@@ -359,12 +358,14 @@ const trajBlock = 4096
 
 // NewTrajectory starts a trajectory of profile p whose first row has start
 // positions and each next row nextN more, with rho calibrated (LatentRho)
-// for p.Alpha at Top-K k and length start.
+// for p.Alpha at Top-K k and length start. The latents depend only on seed,
+// rho and the lengths, so profiles of the same alpha and seed share their
+// Top-K sets: give each layer its own seed.
 func NewTrajectory(p Profile, k, start, nextN int, seed uint64) *Trajectory {
 	if start < 0 || nextN < 0 || k < 0 {
 		panic(fmt.Sprintf("topk: NewTrajectory(k=%d, start=%d, nextN=%d)", k, start, nextN))
 	}
-	return &Trajectory{p: p, sc: newScorer(p), k: k, start: start, nextN: nextN, seed: seed,
+	return &Trajectory{sc: newScorer(p), k: k, start: start, nextN: nextN, seed: seed,
 		rho: LatentRho(p.Alpha, k, start)}
 }
 
