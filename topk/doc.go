@@ -19,7 +19,9 @@
 // each layer's Top-K on the device as the next step's prediction. It needs
 // the cuda build tag; without it NewSelector returns runtime.ErrNoCUDA.
 // Synthetic and Decode generate the GVR paper's synthetic indexer scores and
-// decode trajectories.
+// decode trajectories; NewTrajectory generates decode trajectories whose
+// score distributions and step-to-step Top-K overlap follow the paper's
+// measurements per layer (Profile), and measures that overlap (Overlap).
 // LoadTrace and Trace.Save read and write decode steps of scores, captured or
 // synthetic (DecodeTrace), in NumPy .npy files, so runs can be replayed.
 package topk
