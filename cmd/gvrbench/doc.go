@@ -24,4 +24,15 @@
 //	gvrbench                          the full table: batch 1, 8, 64; N from 8192 to 262144; K 2048
 //	gvrbench -batch 1 -n 65536,131072 -iters 200
 //	gvrbench -o bench.json            the table, and the report as JSON in bench.json
+//	gvrbench -kernels gvr,floor -cluster 8,16   with the floor of a cluster kernel per cluster size
+//	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector
+//	gvrbench -trace x.npy             replay a saved decode trace (topk.LoadTrace)
+//
+// A replay runs each step through a topk.Selector with the instrumented
+// kernels, each step's output the next one's prediction, checks every
+// output against the reference, and prints per source the measured overlap
+// of consecutive steps (alpha), how often Phase 2 settled in one, two or
+// three passes, the candidates, the paths, the phase times and the median
+// step. Progress lines go to stderr only when it is a terminal (never with
+// -json or under CI).
 package main

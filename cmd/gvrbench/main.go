@@ -44,6 +44,10 @@ type options struct {
 	asJSON         bool
 	out            string
 	clusters       []int // the cluster sizes of the floor kernels
+	// Replays instead of the table: calibrated profiles and trace files.
+	replay         []string
+	trace          string
+	steps, replayN int
 }
 
 // floorPrefix names the floor kernels' columns: floor8 is cluster_read
@@ -67,7 +71,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ns := fs.String("n", "8192,16384,32768,65536,70690,131072,262144", "row lengths N, comma-separated")
 	kernels := fs.String("kernels", "gvr,feedback,fallback,radix", "kernels to time: gvr, feedback, fallback, radix, floor")
 	clusters := fs.String("cluster", "8,16", "the floor kernel's cluster sizes, comma-separated (1 to 16)")
+	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
+	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
+	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
+	fs.IntVar(&o.replayN, "replay-n", 70690, "-replay: the row's length at the first step (it grows by one a step)")
 	fs.IntVar(&o.k, "k", 2048, "K")
 	fs.IntVar(&o.iters, "iters", 50, "timed launches per median")
 	fs.IntVar(&o.warm, "warmup", 5, "untimed launches before them")
@@ -133,8 +141,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(2, "-iters, -k and -flush-mb must be positive, -warmup not negative")
 	}
 	o.seed = *seed
+	if *replay == "all" {
+		*replay = "layer0,layer1,middle,layer60"
+	}
+	if *replay != "" {
+		o.replay = strings.Split(*replay, ",")
+		if o.steps < 2 || o.replayN < 1 {
+			return fail(2, "-replay needs -steps of at least 2 and a positive -replay-n")
+		}
+	}
 
-	rep, err := bench(o, stderr)
+	// Progress goes to a terminal, never into -json output or a CI log.
+	progress := io.Discard
+	if f, ok := stderr.(*os.File); ok && !o.asJSON && os.Getenv("CI") == "" {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			progress = stderr
+		}
+	}
+	rep, err := bench(o, progress)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -212,6 +236,9 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "first use: %s\n", b.rep.FirstUse)
+	if len(o.replay) > 0 || o.trace != "" {
+		return b.replays(progress)
+	}
 	if err := b.load(); err != nil {
 		return nil, err
 	}
@@ -409,6 +436,36 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 		a.Set("stats", d.stats.Ptr())
 	}
 	return a
+}
+
+// replays runs the -replay profiles and the -trace file.
+func (b *bencher) replays(progress io.Writer) (*Report, error) {
+	var srcs []replaySource
+	for i, name := range b.o.replay {
+		p, err := profileByName(strings.TrimSpace(name))
+		if err != nil {
+			return nil, fmt.Errorf("-replay: %w", err)
+		}
+		srcs = append(srcs, profileSource(p, b.o.k, b.o.replayN, b.o.steps, b.o.seed+uint64(i)))
+	}
+	if b.o.trace != "" {
+		src, err := traceSource(b.o.trace)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, src)
+	}
+	b.rep.Workload = "decode trajectories replayed through topk.Selector (see the replay table)"
+	for _, src := range srcs {
+		t0 := time.Now()
+		r, err := b.replay(src)
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", src.name, err)
+		}
+		b.rep.Replays = append(b.rep.Replays, r)
+		fmt.Fprintf(progress, "replay %s: %d steps in %v\n", src.name, src.steps, time.Since(t0).Round(time.Millisecond))
+	}
+	return b.rep, nil
 }
 
 // floorKernel loads cluster_read for clusters of c CTAs holding rows of

@@ -28,6 +28,7 @@ type Report struct {
 	FirstUse string    `json:"first_use"`      // what a program's first NewSelector and Select took
 	Timings  []Timing  `json:"timings"`
 	Phases   []Phases  `json:"phases,omitempty"`
+	Replays  []Replay  `json:"replays,omitempty"`
 	// Mismatches lists outputs that differed from the CPU reference; a
 	// run with any exits with status 1.
 	Mismatches []string `json:"mismatches"`
@@ -135,6 +136,11 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 
+	if len(r.Timings) == 0 {
+		WriteReplays(w, r.Replays)
+		r.writeMismatches(w)
+		return
+	}
 	var modes []string
 	for _, m := range []string{"cold", "warm"} {
 		if slices.ContainsFunc(r.Timings, func(t Timing) bool { return t.Mode == m }) {
@@ -206,6 +212,12 @@ func (r *Report) WriteTable(w io.Writer) {
 				p.Phase2Passes, p.RadixPasses, p.Candidates, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2])
 		}
 	}
+	WriteReplays(w, r.Replays)
+	r.writeMismatches(w)
+}
+
+// writeMismatches says whether every output matched the reference.
+func (r *Report) writeMismatches(w io.Writer) {
 	fmt.Fprintln(w)
 	if len(r.Mismatches) == 0 {
 		fmt.Fprintln(w, "every output checked against the CPU reference: exact")
@@ -233,4 +245,46 @@ func (r *Report) ns() []int {
 	}
 	slices.Sort(n)
 	return slices.Compact(n)
+}
+
+// Replay is a decode trajectory replayed step by step through a
+// topk.Selector (its feedback: each step's output is the next one's
+// prediction), with the instrumented kernels: what the paper's replay
+// measures. The first step runs the fallback and is not counted in the
+// GVR figures.
+type Replay struct {
+	Source string `json:"source"` // the profile or the trace file
+	Steps  int    `json:"steps"`
+	Rows   int    `json:"rows"`
+	MinN   int    `json:"min_n"`
+	MaxN   int    `json:"max_n"`
+	// Alpha is the mean overlap of a step's Top-K with the previous
+	// step's, measured on the GPU's outputs.
+	Alpha float64 `json:"alpha"`
+	// OneShot, Within2, Within3: the fraction of predicted rows whose
+	// threshold search (Phase 2) took 1, at most 2, at most 3 counting
+	// passes; candidates and paths are of the predicted rows too.
+	OneShot  float64    `json:"one_shot"`
+	Within2  float64    `json:"within_2"`
+	Within3  float64    `json:"within_3"`
+	CandMean float64    `json:"candidates_mean"` // candidates collected in Phase 3
+	CandP99  float64    `json:"candidates_p99"`
+	Paths    [3]int     `json:"paths"`    // predicted rows by path: copy, gvr, exact
+	PhaseUS  [4]float64 `json:"phase_us"` // mean per predicted row, from SM cycles
+	StepUS   float64    `json:"step_us"`  // median time of a step (CUDA events around Select)
+}
+
+// WriteReplays prints the replay table.
+func WriteReplays(w io.Writer, rs []Replay) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nreplay (topk.Selector with feedback, instrumented kernels; the first step, the fallback's, not counted):\n")
+	fmt.Fprintf(w, "%-28s %5s %4s %15s %6s %6s %6s %6s %8s %8s %8s  %-23s %s\n", "source", "steps", "rows", "N", "alpha",
+		"1-shot", "<=2", "<=3", "cands", "p99", "step us", "phase us 1/2/3/4", "copy/gvr/exact")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-28s %5d %4d %7d-%-7d %5.1f%% %5.1f%% %5.1f%% %5.1f%% %8.0f %8.0f %8.1f  %5.1f %5.1f %5.1f %5.1f  %d/%d/%d\n",
+			r.Source, r.Steps, r.Rows, r.MinN, r.MaxN, 100*r.Alpha, 100*r.OneShot, 100*r.Within2, 100*r.Within3,
+			r.CandMean, r.CandP99, r.StepUS, r.PhaseUS[0], r.PhaseUS[1], r.PhaseUS[2], r.PhaseUS[3], r.Paths[0], r.Paths[1], r.Paths[2])
+	}
 }

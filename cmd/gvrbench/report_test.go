@@ -59,3 +59,26 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("mismatches not reported:\n%s", b.String())
 	}
 }
+
+// A replay-only report prints the replay table, and says the outputs were
+// exact (or not).
+func TestWriteReplays(t *testing.T) {
+	r := &Report{Device: Device{Name: "GPU"}, K: 2048, Mismatches: []string{},
+		Replays: []Replay{{Source: "profile middle", Steps: 32, Rows: 1, MinN: 70690, MaxN: 70721, Alpha: 0.437,
+			OneShot: 0.9, Within2: 0.95, Within3: 1, CandMean: 3000, CandP99: 3500, Paths: [3]int{0, 31, 0},
+			PhaseUS: [4]float64{2, 3, 4, 0.3}, StepUS: 14.5}}}
+	var b strings.Builder
+	r.WriteTable(&b)
+	out := b.String()
+	for _, want := range []string{"replay (topk.Selector", "profile middle", "70690-70721", "43.7%", "90.0%", "100.0%", "0/31/0", "14.5", "exact"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	r.Mismatches = []string{"replay x, step 3, row 0: wrong"}
+	b.Reset()
+	r.WriteTable(&b)
+	if !strings.Contains(b.String(), "1 outputs DIFFER") {
+		t.Errorf("a mismatch is not reported:\n%s", b.String())
+	}
+}
