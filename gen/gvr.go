@@ -357,11 +357,11 @@ func (t *topk) exactPath() {
 // duplicates count as often as they appear, and only finite scores enter
 // the statistics. Min and max are taken on order-preserving keys, so the
 // warp reductions are single redux.sync instructions where the target has
-// them. The predicted min, mean and max are then the first points at which
-// a row sample estimates the count (estimateThreshold): with a good
-// prediction the threshold lies between them. Without a usable prediction
-// (pred_count 0, or no valid index with a finite score) the estimate starts
-// from the sample's own range.
+// them. The first pass counts the predicted minimum, right for a good
+// prediction, and a row sample's estimate (estimateThreshold), right
+// whatever the prediction; without a usable prediction (pred_count 0, or
+// no valid index with a finite score) the sample's two points, as in the
+// fallback.
 func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	e := t.e
 	e.Comment("Phase 1: pre-indexed statistics")
@@ -370,6 +370,9 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	prow := t.rowAddr(pred, pstride, t.rowID())
 	m := t.u32()
 	e.Cvt(m, e.LdParam(pp.count))
+	// A row sample, loading while the predicted values do: how far the
+	// prediction can be trusted is not known until Phase 2 counts.
+	smp := t.sampleRow()
 
 	// Four predicted indices per thread per step, loaded before any is
 	// used: two memory latencies a step instead of eight.
@@ -401,26 +404,16 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	pr := st.reduce()
 	e.Mov(t.valid, pr.cnt)
 
+	// The sample's estimate is the first pass's first point, as in the
+	// fallback. With a prediction, the second is the predicted minimum: a
+	// good prediction's hits are the Top-K, so its minimum has about K
+	// elements above it. The pass keeps whichever lands in the window with
+	// fewer candidates; a weak prediction (a decode's early layers overlap
+	// their previous step by 1.5%: perf notes 15) costs nothing more.
+	smp.finish()
 	g := t.newGuess()
-	e.IfElse(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() {
-		// With a prediction, the K-th value lies near its low end: a good
-		// prediction's hits are the Top-K, so its minimum has about K
-		// elements above it, and its mean lies above the K-th value (most
-		// predicted values are hits). The first pass counts the minimum and
-		// the point a quarter of the way to the mean.
-		d := t.f32()
-		e.Sub(d, pr.mean, pr.min)
-		e.Mov(g.first[0], pr.min)
-		e.Mad(g.first[1], d, ptx.Float(0.25), pr.min)
-		e.Mov(g.lo, pr.min)
-		e.Cvt(g.cntLo, t.n)
-		e.Mov(g.hi, pr.max)
-		e.Mov(g.cntHi, ptx.Float(0.5))
-	}, func() {
-		// No usable prediction (pred_count 0, or no valid index with a
-		// finite score): guess from a sample of the row, as the fallback.
-		t.sampleGuess(g)
-	})
+	t.sampleGuess(g, smp)
+	e.If(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], pr.min) })
 	return g
 }
 
@@ -428,7 +421,9 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 func (t *topk) phase1SampleStats() guess {
 	t.e.Comment("Phase 1 (no prediction): sample statistics")
 	g := t.newGuess()
-	t.sampleGuess(g)
+	smp := t.sampleRow()
+	smp.finish()
+	t.sampleGuess(g, smp)
 	return g
 }
 
@@ -437,10 +432,8 @@ func (t *topk) phase1SampleStats() guess {
 // points whose estimated counts are 1 and 1.6 times the target, so that it
 // lands in [K, MaxCandidates] when the estimate is off by a factor between
 // 0.42 and 2.
-func (t *topk) sampleGuess(g guess) {
+func (t *topk) sampleGuess(g guess, smp *sample) {
 	e := t.e
-	smp := t.sampleRow()
-	smp.finish()
 	e.Mov(g.lo, smp.stats.min)
 	e.Mov(g.hi, smp.stats.max)
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
