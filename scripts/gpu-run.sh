@@ -36,6 +36,7 @@ BENCHFLAGS=${BENCHFLAGS:-}
 TESTFLAGS=${TESTFLAGS:-}
 OUT=${OUT:-gpubin/out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # the test binaries run from their packages' directories
 export GVR_REQUIRE_GPU=1 # a test binary that finds no GPU fails instead of skipping
 
 failed=()
@@ -60,7 +61,8 @@ run_test() {
   local name=$1; shift
   local log=$OUT/$name.log tmp; tmp=$(mktemp)
   # shellcheck disable=SC2086 # TESTFLAGS is a list of flags
-  gpubin/"$name".test -test.v -test.timeout 3m "$@" $TESTFLAGS >"$tmp" 2>&1
+  # From the package's directory, as go test runs it (testdata/ is there).
+  (cd "$name" && ../gpubin/"$name".test -test.v -test.timeout 3m "$@" $TESTFLAGS) >"$tmp" 2>&1
   local rc=$?
   { echo "=== gpubin/$name.test $* $TESTFLAGS (exit $rc)"; cat "$tmp"; } >>"$log"
   grep -E '^ *--- (FAIL|SKIP)|^(FAIL|panic)|(suite|bit-identical|steps:|replays| regs,|sm_[0-9]+:|device [0-9]:)' "$tmp" \
@@ -173,8 +175,8 @@ for step in $STEPS; do
       # CUDA 13.0): synccheck runs clusters up to 8.
       extra=()
       [ "$tool" != synccheck ] || extra=(-gvr.max-cluster=8)
-      timeout 8m "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 50 \
-        gpubin/topk.test -test.v -test.timeout 8m -test.run "$SANITIZE_TESTS" -gvr.suite=quick -gvr.runs=3 "${extra[@]}" >"$tmp" 2>&1
+      (cd topk && timeout 8m "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+        ../gpubin/topk.test -test.v -test.timeout 8m -test.run "$SANITIZE_TESTS" -gvr.suite=quick -gvr.runs=3 "${extra[@]}") >"$tmp" 2>&1
       rc=$?
       { echo "=== $tool (exit $rc, $(secs "$t0"))"; cat "$tmp"; } >>"$log"
       # racecheck ends with a RACECHECK SUMMARY line, the others with ERROR SUMMARY.
