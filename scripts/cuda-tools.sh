@@ -109,29 +109,24 @@ fetch() {
   rm -f "$deb"
 }
 
-ensure_ptxas() {
-  local out=$CACHE/bin/ptxas
+# install_ptxas CACHE APT_FN PKG RELEASE_RE: unpacks ptxas from package PKG
+# (fetched with APT_FN) into CACHE/bin, once, and checks its --version
+# matches RELEASE_RE.
+install_ptxas() {
+  local cache=$1 aptfn=$2 pkg=$3 want=$4 out=$1/bin/ptxas
   [ -x "$out" ] && return
-  fetch "$CACHE" apt_nonfree nvidia-cuda-toolkit ./usr/bin/ptxas
+  fetch "$cache" "$aptfn" "$pkg" ./usr/bin/ptxas
   local v
   v=$("$STAGE/usr/bin/ptxas" --version) || die "extracted ptxas does not run"
-  grep -q 'release 11\.8' <<<"$v" || die "expected ptxas 11.8, got: $v"
-  mkdir -p "$CACHE/bin"
+  grep -q "$want" <<<"$v" || die "expected ptxas matching '$want', got: $v"
+  mkdir -p "$cache/bin"
   mv "$STAGE/usr/bin/ptxas" "$out"
   log "installed $out ($(tail -n 2 <<<"$v" | head -n 1))"
 }
 
-ensure_ptxas12() {
-  local out=$CACHE12/bin/ptxas
-  [ -x "$out" ] && return
-  fetch "$CACHE12" apt_trixie "$PTXAS12_DEB" ./usr/bin/ptxas
-  local v
-  v=$("$STAGE/usr/bin/ptxas" --version) || die "extracted ptxas does not run"
-  grep -q 'release 12\.4, V12\.4\.131' <<<"$v" || die "expected ptxas 12.4 (V12.4.131), got: $v"
-  mkdir -p "$CACHE12/bin"
-  mv "$STAGE/usr/bin/ptxas" "$out"
-  log "installed $out ($(tail -n 2 <<<"$v" | head -n 1))"
-}
+ensure_ptxas() { install_ptxas "$CACHE" apt_nonfree nvidia-cuda-toolkit 'release 11\.8'; }
+
+ensure_ptxas12() { install_ptxas "$CACHE12" apt_trixie "$PTXAS12_DEB" 'release 12\.4, V12\.4\.131'; }
 
 ensure_headers() {
   [ -f "$CACHE/include/cuda.h" ] && [ -f "$CACHE/lib/stubs/libcuda.so" ] && return

@@ -3,7 +3,6 @@ package topk
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/runtime"
@@ -28,7 +27,6 @@ type kernelEntry struct {
 	ready chan struct{}
 	k     *runtime.Kernel
 	err   error
-	gen   time.Duration // what generating it took
 }
 
 var kernels struct {
@@ -42,14 +40,8 @@ var kernels struct {
 // an explicit target must be one the device can run. Concurrent requests
 // for one kernel load it once; a failed load is not kept.
 func Kernel(dev *runtime.Device, name string, cfg gen.Config) (*runtime.Kernel, error) {
-	k, _, err := kernel(dev, name, cfg)
-	return k, err
-}
-
-// kernel is Kernel, and whether this call loaded it.
-func kernel(dev *runtime.Device, name string, cfg gen.Config) (k *runtime.Kernel, loaded bool, err error) {
 	if dev == nil {
-		return nil, false, fmt.Errorf("topk: kernel %s: no device", name)
+		return nil, fmt.Errorf("topk: kernel %s: no device", name)
 	}
 	if cfg.Target.Name == "" {
 		cfg.Target = dev.Info().Target
@@ -67,29 +59,27 @@ func kernel(dev *runtime.Device, name string, cfg gen.Config) (k *runtime.Kernel
 	kernels.Unlock()
 	if found {
 		<-e.ready
-		return e.k, false, e.err
+		return e.k, e.err
 	}
-	e.k, e.gen, e.err = load(dev, name, cfg)
+	e.k, e.err = load(dev, name, cfg)
 	if e.err != nil {
 		kernels.Lock()
 		delete(kernels.m, key)
 		kernels.Unlock()
 	}
 	close(e.ready)
-	return e.k, e.err == nil, e.err
+	return e.k, e.err
 }
 
 // load generates kernel name for cfg and JIT-loads it on dev.
-func load(dev *runtime.Device, name string, cfg gen.Config) (*runtime.Kernel, time.Duration, error) {
-	start := time.Now()
+func load(dev *runtime.Device, name string, cfg gen.Config) (*runtime.Kernel, error) {
 	gk, err := gen.Generate(name, cfg)
 	if err != nil {
-		return nil, 0, fmt.Errorf("topk: %w", err)
+		return nil, fmt.Errorf("topk: %w", err)
 	}
-	took := time.Since(start)
 	k, err := dev.Load(gk.PTX(), gk.Launch)
 	if err != nil {
-		return nil, took, fmt.Errorf("topk: kernel %s (%v): %w", name, cfg, err)
+		return nil, fmt.Errorf("topk: kernel %s (%v): %w", name, cfg, err)
 	}
-	return k, took, nil
+	return k, nil
 }

@@ -468,11 +468,16 @@ func (b *bencher) replays(progress io.Writer) (*Report, error) {
 	return b.rep, nil
 }
 
-// floorKernel loads cluster_read for clusters of c CTAs holding rows of
-// n elements.
-func (b *bencher) floorKernel(c, n int) (*runtime.Kernel, error) {
+// floorConfig is cluster_read's configuration for clusters of c CTAs
+// holding rows of n elements.
+func (b *bencher) floorConfig(c, n int) gen.Config {
 	cfg := gen.DefaultConfig()
 	cfg.Target, cfg.Cluster, cfg.MaxN = b.dev.Info().Target, c, n
+	return cfg
+}
+
+// floorKernel loads cluster_read for cfg.
+func (b *bencher) floorKernel(cfg gen.Config) (*runtime.Kernel, error) {
 	k, err := topk.Kernel(b.dev, "cluster_read", cfg)
 	if err != nil {
 		return nil, err
@@ -489,13 +494,12 @@ func (b *bencher) measure(d *dataset, batch int) error {
 	for _, name := range b.o.kernels {
 		k := b.kern[name]
 		if c := floorCluster(name); c > 0 {
-			cfg := gen.DefaultConfig()
-			cfg.Target, cfg.Cluster, cfg.MaxN = b.dev.Info().Target, c, d.n
+			cfg := b.floorConfig(c, d.n)
 			if err := cfg.Validate(); err != nil || !gen.FitsCluster(cfg) {
 				continue // a row this long does not fit in clusters of c: no floor (the table shows -)
 			}
 			var err error
-			if k, err = b.floorKernel(c, d.n); err != nil {
+			if k, err = b.floorKernel(cfg); err != nil {
 				return fmt.Errorf("%s, N %d: %w", name, d.n, err)
 			}
 		}
