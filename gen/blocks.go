@@ -292,12 +292,17 @@ func (c *cta) countGE(row, n, thr ptx.Reg, unroll int) ptx.Reg {
 
 // countGEMulti is countGE for several thresholds in one pass over the row.
 func (c *cta) countGEMulti(row, n ptx.Reg, thrs []ptx.Reg, unroll int) []ptx.Reg {
+	return c.countGEWalk(func(visit func(ptx.Reg, func() ptx.Reg)) { c.rowWalk(row, n, unroll, visit) }, thrs)
+}
+
+// countGEWalk is countGEMulti over the elements walk visits.
+func (c *cta) countGEWalk(walk func(visit func(x ptx.Reg, idx func() ptx.Reg)), thrs []ptx.Reg) []ptx.Reg {
 	e := c.e
 	cnts := make([]ptx.Reg, len(thrs))
 	for i := range cnts {
 		cnts[i] = c.constU32(0)
 	}
-	c.rowWalk(row, n, unroll, func(x ptx.Reg, _ func() ptx.Reg) {
+	walk(func(x ptx.Reg, _ func() ptx.Reg) {
 		for i, thr := range thrs {
 			p := c.pred()
 			e.Setp(p, ptx.GEU, x, thr)

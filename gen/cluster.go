@@ -29,19 +29,21 @@ func sliceCapacity(maxN, c int) int {
 }
 
 // maxN is cfg.MaxN, or when it is 0 the longest row the cluster can hold:
-// each CTA's slice as large as the target's shared memory allows.
-func (cfg Config) maxN() int {
+// each CTA's slice as large as the target's shared memory allows beside
+// the used bytes the kernel lays out before it.
+func (cfg Config) maxN(used int) int {
 	if cfg.MaxN > 0 {
 		return cfg.MaxN
 	}
 	const overhead = 8 + 4 + 3*4 + 16 // mbarrier, counter, shift, alignment
-	per := (MaxSharedPerBlock(cfg.Target) - overhead - 4*32) / 4 / 4 * 4
-	return per * cfg.cluster()
+	per := (MaxSharedPerBlock(cfg.Target) - used - overhead - 4*32) / 4 / 4 * 4
+	return max(per, 4) * cfg.cluster()
 }
 
-// allocCluster lays out a cluster kernel's shared memory for cfg.
+// allocCluster lays out a cluster kernel's slice for cfg after what l
+// holds already.
 func allocCluster(l *layout, cfg Config) clusterShared {
-	cap := sliceCapacity(cfg.maxN(), cfg.cluster())
+	cap := sliceCapacity(cfg.maxN(l.size), cfg.cluster())
 	return clusterShared{
 		bar:   l.alloc("mbarrier", 8, 8),
 		count: l.alloc("cluster_count", 4, 4),
@@ -51,10 +53,14 @@ func allocCluster(l *layout, cfg Config) clusterShared {
 	}
 }
 
-// clusterSharedBytes is the dynamic shared memory a cluster kernel of cfg
-// needs, for Validate-style checks before generating.
-func clusterSharedBytes(cfg Config) int {
+// clusterSharedBytes is the dynamic shared memory cluster kernel name
+// needs for cfg, for Validate-style checks before generating.
+func clusterSharedBytes(name string, cfg Config) int {
 	var l layout
+	if generators[name].topk {
+		newTopKShared(&l, cfg, true)
+		allocExchange(&l, cfg)
+	}
 	allocCluster(&l, cfg)
 	return l.size
 }
@@ -81,6 +87,15 @@ type slice struct {
 // cluster barrier that makes it visible (a kernel puts its own shared
 // setup there, such as clearing what other CTAs will add into).
 func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
+	s := c.startSlice(sh, clusterSize, row, rowLen, before)
+	c.awaitSlice(sh)
+	return s
+}
+
+// startSlice is loadSlice up to the wait for the bulk copy: work that
+// needs no slice (reads of global memory, say) can go between it and
+// awaitSlice, while the copy is in flight.
+func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
 	e := c.e
 	s := slice{rank: c.u32(), row: c.u32()}
 	e.Mov(s.rank, ptx.ClusterCtaRank)
@@ -174,9 +189,67 @@ func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, 
 		e.Add(j, tail0, c.tid)
 		copyElem(j)
 	})
-	e.MbarrierWait(ptx.SpaceShared, ptx.ScopeDefault, bar, ptx.Imm(0))
-	c.sync() // the head and tail other threads stored
 	return s
+}
+
+// awaitSlice waits for the slice startSlice began: the bulk copy's
+// mbarrier, then a CTA barrier for the head and tail other threads stored.
+func (c *cta) awaitSlice(sh clusterShared) {
+	c.e.MbarrierWait(ptx.SpaceShared, ptx.ScopeDefault, ptx.At(c.smem.base, int64(sh.bar.off)), ptx.Imm(0))
+	c.sync()
+}
+
+// sliceWalk visits the elements of slice s: those held in shared memory,
+// round-robin over the threads, four loads in flight per thread; then those
+// that did not fit, from global memory (rowWalk). The order is fixed, as
+// for rowWalk; idx gives the element's index in the row.
+func (c *cta) sliceWalk(s slice, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	e := c.e
+	B := int64(c.threads)
+	at := func(j ptx.Reg) (ptx.Reg, func() ptx.Reg) {
+		a := c.u32()
+		e.Mad(a, j, ptx.Imm(4), s.at)
+		x := c.f32()
+		e.Ld(ptx.SpaceShared, x, ptx.At(a, 0))
+		return x, func() ptx.Reg {
+			i := c.u32()
+			e.Add(i, s.lo, j)
+			return i
+		}
+	}
+	// Whole groups of 4B elements: four loads per thread before any visit.
+	const group = 4
+	full := c.u32()
+	e.Div(full, s.held, ptx.Imm(group*B))
+	e.Mul(full, full, ptx.Imm(group*B))
+	j := c.u32()
+	e.For(j, c.tid, full, ptx.Imm(group*B), func() {
+		var xs [group]ptx.Reg
+		var is [group]func() ptx.Reg
+		for u := range group {
+			ju := c.u32()
+			e.Add(ju, j, ptx.Imm(int64(u)*B))
+			xs[u], is[u] = at(ju)
+		}
+		for u := range group {
+			visit(xs[u], is[u])
+		}
+	})
+	k := c.u32()
+	e.Add(k, full, c.tid)
+	e.For(k, k, s.held, ptx.Imm(B), func() { visit(at(k)) })
+	// What did not fit: elements lo+held onwards, from global memory.
+	rest := c.u32()
+	e.Sub(rest, s.n, s.held)
+	first := c.u32()
+	e.Add(first, s.lo, s.held)
+	c.rowWalk(s.over, rest, unroll, func(x ptx.Reg, idx func() ptx.Reg) {
+		visit(x, func() ptx.Reg {
+			i := c.u32()
+			e.Add(i, first, idx())
+			return i
+		})
+	})
 }
 
 // clusterSum adds every CTA's v (the same in all of a CTA's threads) into
@@ -224,24 +297,10 @@ func genClusterCountGE(cfg Config) (*Kernel, error) {
 		})
 	})
 
-	// Count over my slice in shared memory, then what did not fit, from
-	// global memory.
-	cnt := c.constU32(0)
-	i := c.u32()
-	e.Mov(i, c.tid)
-	e.While(func() ptx.Pred { return c.setp(ptx.LT, i, s.held) }, func() {
-		a := c.u32()
-		e.Mad(a, i, ptx.Imm(4), s.at)
-		x := c.f32()
-		e.Ld(ptx.SpaceShared, x, ptx.At(a, 0))
-		p := c.pred()
-		e.Setp(p, ptx.GEU, x, thr)
-		e.Guarded(p, func() { e.Add(cnt, cnt, ptx.Imm(1)) })
-		e.Add(i, i, ptx.Imm(int64(c.threads)))
-	})
-	rest := c.u32()
-	e.Sub(rest, s.n, s.held)
-	e.Add(cnt, cnt, c.countGE(s.over, rest, thr, cfg.unroll()))
+	// Count over my slice: in shared memory, then what did not fit.
+	cnt := c.countGEWalk(func(visit func(ptx.Reg, func() ptx.Reg)) {
+		c.sliceWalk(s, cfg.unroll(), visit)
+	}, []ptx.Reg{thr})[0]
 
 	// Combine across the CTA, then across the cluster.
 	total := c.clusterSum(sh, s, c.blockReduce("add", cnt, scratch))
@@ -276,9 +335,10 @@ func genClusterRead(cfg Config) (*Kernel, error) {
 }
 
 // FitsCluster reports whether a row of cfg.MaxN elements fits in the
-// shared memory of a cluster of cfg.Cluster CTAs on cfg.Target.
-func FitsCluster(cfg Config) bool {
-	return clusterSharedBytes(cfg) <= MaxSharedPerBlock(cfg.Target)
+// shared memory of a cluster of cfg.Cluster CTAs on cfg.Target, for
+// cluster kernel name.
+func FitsCluster(name string, cfg Config) bool {
+	return clusterSharedBytes(name, cfg) <= MaxSharedPerBlock(cfg.Target)
 }
 
 // IsClusterKernel reports whether kernel name runs one row per
@@ -299,25 +359,157 @@ type clusterRow struct {
 // row_stride, lengths).
 func newClusterKernel(name string, cfg Config) (*ptx.Module, *cta, clusterRow) {
 	m, e, sv := kernelModule(name, cfg)
-	e.ReqNCTAPerCluster = ptx.Dim3{cfg.cluster()}
 	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	c.perCluster(cfg.cluster())
 	scores, stride := c.globalParam("scores"), e.LdParam(e.Param("row_stride", ptx.U64))
 	lengths := c.globalParam("lengths")
-	row := clusterRow{id: c.u32(), n: c.u32()}
-	e.Mov(row.id, ptx.ClusterIDX)
+	row := clusterRow{id: c.rowID(), n: c.u32()}
 	e.Ld(ptx.SpaceGlobal, row.n, c.elemAddr(lengths, row.id, 4))
 	row.addr = c.rowAddr(scores, stride, row.id)
 	return m, c, row
 }
 
-// checkCluster reports why cfg cannot make a cluster kernel.
-func checkCluster(cfg Config) error {
+// checkCluster reports why cfg cannot make cluster kernel name.
+func checkCluster(name string, cfg Config) error {
 	if !cfg.Target.Has(ptx.FeatCluster) {
 		return fmt.Errorf("%s has no thread-block clusters, mbarrier transaction counts or bulk copies (sm_90+)", cfg.Target.Name)
 	}
-	if need, limit := clusterSharedBytes(cfg), MaxSharedPerBlock(cfg.Target); need > limit {
+	if need, limit := clusterSharedBytes(name, cfg), MaxSharedPerBlock(cfg.Target); need > limit {
 		return fmt.Errorf("MaxN = %d over %d CTAs needs %d bytes of shared memory per CTA; %s allows %d",
 			cfg.MaxN, cfg.cluster(), need, cfg.Target.Name, limit)
 	}
 	return nil
+}
+
+// The cluster Top-K kernels (gvr_topk_cluster, topk_fallback_cluster) are
+// gvr_topk and topk_fallback with a cluster in place of a CTA: the same
+// phases (body), where "count over my share of the row, then combine
+// across the CTA" becomes "count over my slice in shared memory, then
+// combine across the cluster" (walkMine, rowTotals). Phase 1 runs in every
+// CTA over the row in global memory while the slices arrive, so every CTA
+// starts Phase 2 from the same guess without combining anything; Phase 3
+// collects every CTA's candidates into the leader's (rank 0's) buffer;
+// Phase 4 runs in the leader alone, over shared memory, as in gvr_topk.
+// Rows longer than the cluster holds (Config.MaxN) are still exact: each
+// CTA walks the part of its slice that did not fit from global memory.
+
+// clusterPart is a cluster Top-K kernel's share of the row and how its
+// CTAs combine counts.
+type clusterPart struct {
+	size   int // CTAs in the cluster
+	sh     clusterShared
+	s      slice    // this CTA's slice (startPart)
+	leader ptx.Pred // this CTA is rank 0
+	// The exchange: each round, every CTA writes its values into row
+	// rank of every CTA's buffer; rounds alternate between the two
+	// buffers (cur, the other being both - cur), so a round's writes never
+	// meet a CTA still reading the round before.
+	xchg      [2]region
+	cur, both ptx.Reg // u32 shared addresses
+}
+
+// exchangeVals is how many u32 values one exchange round carries per CTA:
+// Phase 2's first pass counts firstPoints thresholds.
+const exchangeVals = firstPoints
+
+// allocExchange lays out the exchange buffers of a cluster of cfg.
+func allocExchange(l *layout, cfg Config) [2]region {
+	bytes := 4 * exchangeVals * cfg.cluster()
+	return [2]region{l.alloc("exchange0", bytes, 16), l.alloc("exchange1", bytes, 16)}
+}
+
+// newClusterPart lays out a cluster Top-K kernel's exchange and slice
+// after the Top-K shared memory: the slice takes what is left.
+func (t *topk) newClusterPart(cfg Config) *clusterPart {
+	e := t.e
+	p := &clusterPart{size: cfg.cluster(), xchg: allocExchange(&t.smem.layout, cfg)}
+	p.sh = allocCluster(&t.smem.layout, cfg)
+	p.cur, p.both = t.u32(), t.u32()
+	e.Add(p.cur, t.smem.base, ptx.Imm(int64(p.xchg[0].off)))
+	e.Add(p.both, t.smem.base, ptx.Imm(int64(p.xchg[1].off)))
+	e.Add(p.both, p.both, p.cur)
+	rank := t.u32()
+	e.Mov(rank, ptx.ClusterCtaRank)
+	p.leader = t.setp(ptx.EQ, rank, ptx.Imm(0))
+	return p
+}
+
+// startPart starts bringing a cluster kernel's slice of the row into
+// shared memory (nothing for one CTA per row).
+func (t *topk) startPart() {
+	if t.part != nil {
+		t.part.s = t.startSlice(t.part.sh, t.part.size, t.row, t.n, nil)
+	}
+}
+
+// awaitPart waits for the slice startPart began.
+func (t *topk) awaitPart() {
+	if t.part != nil {
+		t.awaitSlice(t.part.sh)
+	}
+}
+
+// leaderOnly ends every CTA of a cluster but the leader, which goes on
+// alone (nothing for one CTA per row). Past it, no CTA may touch another's
+// shared memory.
+func (t *topk) leaderOnly() {
+	if t.part != nil {
+		t.e.If(t.part.leader.Not(), t.e.Ret)
+	}
+}
+
+// exchange adds vals (u32, the same in every thread of a CTA) across the
+// cluster: each CTA's thread r writes the CTA's values into CTA r's
+// buffer, one barrier.cluster, and every thread adds the C rows in rank
+// order. It returns the totals and the sums over the CTAs of lower rank
+// (the cluster-wide exclusive prefix), in every thread.
+func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
+	e := c.e
+	if len(vals) > exchangeVals {
+		panic("gen: exchange of more values than its buffers hold")
+	}
+	e.Comment("combine across the cluster")
+	e.If(c.setp(ptx.LT, c.tid, ptx.Imm(int64(p.size))), func() {
+		row := c.u32()
+		e.Mad(row, p.s.rank, ptx.Imm(4*exchangeVals), p.cur)
+		remote := c.u32()
+		e.Mapa(ptx.SpaceSharedCluster, remote, row, c.tid)
+		for i, v := range vals {
+			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(remote, int64(4*i)), v)
+		}
+	})
+	e.BarrierClusterArrive(ptx.SemRelease)
+	e.BarrierClusterWait(ptx.SemAcquire)
+	for range vals {
+		tot, below = append(tot, c.constU32(0)), append(below, c.constU32(0))
+	}
+	for r := range p.size {
+		lower := c.setp(ptx.GT, p.s.rank, ptx.Imm(int64(r)))
+		for i := range vals {
+			x := c.u32()
+			e.Ld(ptx.SpaceShared, x, ptx.At(p.cur, int64(4*(r*exchangeVals+i))))
+			e.Add(tot[i], tot[i], x)
+			e.Guarded(lower, func() { e.Add(below[i], below[i], x) })
+		}
+	}
+	e.Sub(p.cur, p.both, p.cur)
+	return tot, below
+}
+
+// genGVRCluster: gvr_topk_cluster, gvr_topk's parameters; one row per
+// cluster of cfg.Cluster CTAs.
+func genGVRCluster(cfg Config) (*Kernel, error) {
+	name := "gvr_topk_cluster"
+	t, m, pp := newTopK(name, cfg, true, true, true)
+	t.body(func() guess { return t.phase1PreIndexStats(pp) })
+	return finish(name, cfg, m, t.cta)
+}
+
+// genFallbackCluster: topk_fallback_cluster, topk_fallback's parameters;
+// one row per cluster of cfg.Cluster CTAs.
+func genFallbackCluster(cfg Config) (*Kernel, error) {
+	name := "topk_fallback_cluster"
+	t, m, _ := newTopK(name, cfg, false, true, true)
+	t.body(t.phase1SampleStats)
+	return finish(name, cfg, m, t.cta)
 }

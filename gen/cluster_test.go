@@ -139,3 +139,44 @@ func TestClusterConfig(t *testing.T) {
 		t.Errorf("contract %v: want clusters of 16 (non-portable) and room for 256 elements a CTA", l)
 	}
 }
+
+// TestClusterTopK runs gvr_topk_cluster and topk_fallback_cluster in the
+// interpreter on the adversarial suite, clusters of C = 1, 2 and 4 CTAs,
+// with rows that fit the cluster's shared memory and rows longer than it
+// (MaxN), every prediction mode, on several schedules with the race
+// checker: every row exact, and the output bit-identical on every
+// schedule.
+func TestClusterTopK(t *testing.T) {
+	for _, tc := range []struct {
+		C, maxN, n int
+	}{{1, 512, 300}, {2, 512, 300}, {4, 512, 300}, {2, 128, 300}, {4, 1024, 1000}} {
+		cfg := cfgK16
+		cfg.Cluster, cfg.MaxN = tc.C, tc.maxN
+		t.Run(fmt.Sprintf("C=%d/MaxN=%d/n=%d", tc.C, tc.maxN, tc.n), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.C), uint64(tc.n)))
+			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
+			for _, name := range []string{"gvr_topk_cluster", "topk_fallback_cluster"} {
+				p, k := load(t, name, cfg)
+				modes := []string{"none"}
+				if name == "gvr_topk_cluster" {
+					modes = []string{"perfect", "partial", "random", "garbage", "empty"}
+				}
+				for _, mode := range modes {
+					if mode != "none" {
+						predict(r, cs, mode, cfg.K)
+					}
+					var first string
+					for seed := range uint64(3) {
+						idx, vals, _ := launchSeed(t, p, k, cs, true, seed)
+						checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, cfg.K, idx, vals)
+						if out := fmt.Sprint(idx, vals); seed == 0 {
+							first = out
+						} else if out != first {
+							t.Errorf("%s pred=%s: seed %d's output differs from seed 0's", name, mode, seed)
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -21,6 +21,15 @@ type cta struct {
 	warp ptx.Reg // tid / 32
 
 	smem *smem
+
+	cluster int // CTAs per cluster of a cluster kernel (perCluster); 0 otherwise
+}
+
+// perCluster makes the kernel a cluster kernel: clusters of size CTAs
+// (.reqnctapercluster), one row per cluster.
+func (c *cta) perCluster(size int) {
+	c.cluster = size
+	c.e.ReqNCTAPerCluster = ptx.Dim3{size}
 }
 
 const warpSize = 32

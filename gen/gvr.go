@@ -71,6 +71,10 @@ type topk struct {
 	// slower in Phase 4.
 	smallRow bool
 
+	// part is a cluster kernel's share of the row (nil: one CTA per row,
+	// which walks the whole row in global memory).
+	part *clusterPart
+
 	stats  ptx.Reg    // u64 address of this row's stats record (Instrument)
 	stamps [5]ptx.Reg // u64 %clock64 at the phase boundaries (Instrument)
 	iters  ptx.Reg    // u32 Phase 2 passes
@@ -128,8 +132,9 @@ type guess struct {
 const firstPoints = 2
 
 // newTopK declares the parameters of a Top-K kernel and sets up its row.
-// withPred adds the prediction parameters of gvr_topk.
-func newTopK(name string, cfg Config, withPred, withCand bool) (*topk, *ptx.Module, predParams) {
+// withPred adds the prediction parameters of gvr_topk; cluster makes it a
+// cluster kernel, one row per cluster of cfg.Cluster CTAs.
+func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, *ptx.Module, predParams) {
 	m, e, sv := kernelModule(name, cfg)
 	pScores := pointerParam(e, "scores", 4)
 	pStride := e.Param("row_stride", ptx.U64)
@@ -148,10 +153,16 @@ func newTopK(name string, cfg Config, withPred, withCand bool) (*topk, *ptx.Modu
 	}
 
 	t := &topk{cta: newCTA(e, cfg.Target, cfg.BlockSize, sv), cfg: cfg}
+	if cluster {
+		t.perCluster(cfg.cluster())
+	}
 	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(PathCopy), t.constU32(0)
 	t.stamp(0)
 	t.k = t.constU32(int64(cfg.K))
 	t.topkShared = newTopKShared(&t.smem.layout, cfg, withCand)
+	if cluster {
+		t.part = t.newClusterPart(cfg)
+	}
 
 	r := t.rowID()
 	scores := t.global(pScores)
@@ -291,7 +302,7 @@ func (t *topk) copyShortRow() {
 // genGVR: gvr_topk(scores, row_stride, lengths, pred, pred_stride,
 // pred_count, out_idx, out_vals[, stats]).
 func genGVR(cfg Config) (*Kernel, error) {
-	t, m, pp := newTopK("gvr_topk", cfg, true, true)
+	t, m, pp := newTopK("gvr_topk", cfg, true, true, false)
 	t.body(func() guess { return t.phase1PreIndexStats(pp) })
 	return finish("gvr_topk", cfg, m, t.cta)
 }
@@ -299,7 +310,7 @@ func genGVR(cfg Config) (*Kernel, error) {
 // genFallback: topk_fallback(scores, row_stride, lengths, out_idx,
 // out_vals[, stats]).
 func genFallback(cfg Config) (*Kernel, error) {
-	t, m, _ := newTopK("topk_fallback", cfg, false, true)
+	t, m, _ := newTopK("topk_fallback", cfg, false, true, false)
 	t.body(t.phase1SampleStats)
 	return finish("topk_fallback", cfg, m, t.cta)
 }
@@ -307,7 +318,7 @@ func genFallback(cfg Config) (*Kernel, error) {
 // genRadix: topk_radix(scores, row_stride, lengths, out_idx, out_vals[,
 // stats]).
 func genRadix(cfg Config) (*Kernel, error) {
-	t, m, _ := newTopK("topk_radix", cfg, false, false)
+	t, m, _ := newTopK("topk_radix", cfg, false, false, false)
 	t.smallRow = true
 	e := t.e
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
@@ -318,25 +329,70 @@ func genRadix(cfg Config) (*Kernel, error) {
 	return finish("topk_radix", cfg, m, t.cta)
 }
 
-// body emits the GVR pipeline with the given Phase 1.
+// body emits the GVR pipeline with the given Phase 1. In a cluster
+// kernel, every CTA of the cluster runs Phase 1 over the row in global
+// memory while its slice of the row comes into shared memory, and Phases
+// 2 and 3 over its slice, combining across the cluster; then the
+// candidates are in the leader CTA's shared memory, and the leader alone
+// refines them (Phase 4). The leader alone copies short rows and takes the
+// exact path.
 func (t *topk) body(phase1 func() guess) {
 	e := t.e
-	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
+	e.IfElse(t.setp(ptx.LE, t.n, t.k), func() {
+		t.leaderOnly()
+		t.copyShortRow()
+	}, func() {
+		t.startPart()
 		g := phase1()
+		t.awaitPart()
 		t.stamp(1)
-		thr, found, mine := t.phase2SecantSearch(g)
+		v := t.phase2SecantSearch(g)
 		t.stamp(2)
-		e.IfElse(found, func() {
+		e.IfElse(v.found, func() {
 			e.Mov(t.path, ptx.Imm(PathGVR))
-			total := t.phase3Collect(thr, mine)
+			t.phase3Collect(v)
 			t.stamp(3)
-			t.phase4Refine(total)
+			t.leaderOnly()
+			t.phase4Refine(v.total)
 		}, func() {
 			e.Mov(t.path, ptx.Imm(PathExact))
+			t.leaderOnly()
 			t.exactPath()
 		})
 	})
 	t.finish()
+}
+
+// walkMine visits this CTA's share of the row: the whole row in global
+// memory, or in a cluster kernel its slice (sliceWalk). Every pass walks it
+// in the same order, so a count from one pass tells where the next one's
+// elements go.
+func (t *topk) walkMine(visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	if t.part == nil {
+		t.rowWalk(t.row, t.n, t.cfg.unroll(), visit)
+		return
+	}
+	t.sliceWalk(t.part.s, t.cfg.unroll(), visit)
+}
+
+// countMine counts this thread's elements of walkMine >= each of thrs (or
+// NaN).
+func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg { return t.countGEWalk(t.walkMine, thrs) }
+
+// rowTotals adds each of vals (per-thread u32 counts) over the row: across
+// the CTA, and in a cluster kernel across the cluster. It returns the
+// totals and, in a cluster kernel, the sums over the CTAs of lower rank
+// (nil otherwise), in every thread.
+func (t *topk) rowTotals(vals []ptx.Reg) (tot, below []ptx.Reg) {
+	ops := make([]string, len(vals))
+	for i := range ops {
+		ops[i] = "add"
+	}
+	tot = t.blockReduceN(ops, vals, t.reduce)
+	if t.part == nil {
+		return tot, nil
+	}
+	return t.part.exchange(t.cta, tot)
 }
 
 // finish sorts the selection into rank order (Sorted only), then records
@@ -647,6 +703,15 @@ func (t *topk) target() int {
 	return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/4
 }
 
+// verdict is what Phase 2 found, the same in every thread but mine.
+type verdict struct {
+	thr   ptx.Reg  // f32 the threshold
+	found ptx.Pred // K <= count(x >= thr) <= MaxCandidates
+	total ptx.Reg  // u32 that count
+	mine  ptx.Reg  // u32 this thread's part of it
+	below ptx.Reg  // u32 the part of CTAs of lower rank in the cluster (cluster kernels)
+}
+
 // phase2SecantSearch finds a threshold thr with K <= count(x >= thr) <=
 // MaxCandidates. Its first pass counts all of g.first at once and keeps, of
 // those in the window, the one with the fewest candidates. Every later pass
@@ -658,8 +723,10 @@ func (t *topk) target() int {
 // passes. found is false when lo and hi meet, i.e. no threshold brackets the
 // K-th key (ties wider than MaxCandidates, or NaN mass at the top); the
 // caller then takes the exact path. mine is this thread's count at thr,
-// which Phase 3 reuses instead of counting again.
-func (t *topk) phase2SecantSearch(g guess) (thr ptx.Reg, found ptx.Pred, mine ptx.Reg) {
+// which Phase 3 reuses instead of counting again. Each pass counts this
+// CTA's share of the row and combines the counts across the CTA, or the
+// cluster (rowTotals).
+func (t *topk) phase2SecantSearch(g guess) verdict {
 	e := t.e
 	e.Comment("Phase 2: secant threshold search")
 	// Rows that fit the candidate buffer whole: -Inf counts every element.
@@ -669,21 +736,25 @@ func (t *topk) phase2SecantSearch(g guess) (thr ptx.Reg, found ptx.Pred, mine pt
 		}
 	})
 	s := &search{t: t, g: g, lo: t.constU32(keyNegInf - 1), hi: t.constU32(keyPosInf + 1),
-		thr: t.f32(), mine: t.u32(), found: t.falsePred(), measLo: t.falsePred(), measHi: t.falsePred()}
+		thr: t.f32(), mine: t.u32(), total: t.u32(), below: t.constU32(0),
+		found: t.falsePred(), measLo: t.falsePred(), measHi: t.falsePred()}
 	done := e.NewLabel("phase2_done")
 
 	// First pass: every first point.
-	counts := t.countGEMulti(t.row, t.n, g.first[:], t.cfg.unroll())
-	tot := t.blockReduceN([]string{"add", "add"}, counts, t.reduce)
+	counts := t.countMine(g.first[:])
+	tot, below := t.rowTotals(counts)
 	e.Add(t.iters, t.iters, ptx.Imm(1))
-	best := t.constU32(0xFFFFFFFF)
+	e.Mov(s.total, ptx.Imm(0xFFFFFFFF))
 	for i, p := range g.first {
 		in := s.inWindow(tot[i])
-		e.AndPred(in, in, t.setp(ptx.LT, tot[i], best))
+		e.AndPred(in, in, t.setp(ptx.LT, tot[i], s.total))
 		e.Guarded(in, func() {
-			e.Mov(best, tot[i])
+			e.Mov(s.total, tot[i])
 			e.Mov(s.thr, p)
 			e.Mov(s.mine, counts[i])
+			if below != nil {
+				e.Mov(s.below, below[i])
+			}
 		})
 		e.OrPred(s.found, s.found, in)
 	}
@@ -705,8 +776,13 @@ func (t *topk) phase2SecantSearch(g guess) (thr ptx.Reg, found ptx.Pred, mine pt
 		e.Add(tk, tk, s.lo)
 		e.Mov(s.thr, t.keyToFloat(tk))
 	})
-	e.Mov(s.mine, t.countGE(t.row, t.n, s.thr, t.cfg.unroll()))
-	cnt := t.blockReduce("add", s.mine, t.reduce)
+	e.Mov(s.mine, t.countMine([]ptx.Reg{s.thr})[0])
+	tot, below = t.rowTotals([]ptx.Reg{s.mine})
+	cnt := tot[0]
+	e.Mov(s.total, cnt)
+	if below != nil {
+		e.Mov(s.below, below[0])
+	}
 	e.Add(t.iters, t.iters, ptx.Imm(1))
 	e.Mov(s.found, s.inWindow(cnt))
 	e.BraIf(s.found, done)
@@ -714,7 +790,7 @@ func (t *topk) phase2SecantSearch(g guess) (thr ptx.Reg, found ptx.Pred, mine pt
 	s.next(done)
 	e.BraUni(top)
 	e.Place(done)
-	return s.thr, s.found, s.mine
+	return verdict{thr: s.thr, found: s.found, total: s.total, mine: s.mine, below: s.below}
 }
 
 // falsePred returns a new predicate that is false.
@@ -730,6 +806,7 @@ type search struct {
 	g              guess
 	lo, hi         ptx.Reg  // u32 keys: valid thresholds lie strictly between
 	thr, mine      ptx.Reg  // the next (or found) threshold; this thread's count at it
+	total, below   ptx.Reg  // the row's count at thr; the part of lower-rank CTAs (clusters)
 	found          ptx.Pred // thr's count is in the window
 	measLo, measHi ptx.Pred // whether g's anchors are measured counts
 }
@@ -789,32 +866,49 @@ func (s *search) next(done ptx.Label) {
 	})
 }
 
-// phase3Collect writes every element >= thr (or NaN) into the candidate
+// phase3Collect writes every element >= v.thr (or NaN) into the candidate
 // buffer. Each thread's count from Phase 2's last pass gives, by a block
 // prefix sum, where its candidates go: no ballots, no atomics, no second
-// counting pass, and the same order every run.
-func (t *topk) phase3Collect(thr, mine ptx.Reg) ptx.Reg {
+// counting pass, and the same order every run. In a cluster kernel the
+// buffer is the leader's, and a CTA's candidates go after those of the
+// CTAs of lower rank (v.below), through distributed shared memory.
+func (t *topk) phase3Collect(v verdict) {
 	e := t.e
 	e.Comment("Phase 3: ballot-free candidate collection")
-	pos, total := t.blockExclusiveScan(mine, t.sel.scratch)
-	e.Mov(t.ncand, total)
+	pos, _ := t.blockExclusiveScan(v.mine, t.sel.scratch)
+	e.Mov(t.ncand, v.total)
+	sp := ptx.SpaceShared
+	if t.part != nil {
+		e.Add(pos, pos, v.below)
+		sp = ptx.SpaceSharedCluster
+	}
 	// One shared address walks this thread's slots: the index slot is at a
 	// fixed distance from the value slot.
-	a := t.smem.elem(t.cand.bits, pos, 4)
+	a := t.u32()
+	e.Mad(a, pos, ptx.Imm(4), t.smem.base)
+	e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
+	if t.part != nil {
+		e.Mapa(ptx.SpaceSharedCluster, a, a, ptx.Imm(0))
+	}
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
-	t.rowWalk(t.row, t.n, t.cfg.unroll(), func(x ptx.Reg, idx func() ptx.Reg) {
+	t.walkMine(func(x ptx.Reg, idx func() ptx.Reg) {
 		// Predicated, not branched: the pass streams like a counting pass.
 		// (One 8-byte store of value and index measured 60% slower on an
 		// H200 than these two.)
-		p := t.setp(ptx.GEU, x, thr)
+		p := t.setp(ptx.GEU, x, v.thr)
 		e.Guarded(p, func() {
-			e.St(ptx.SpaceShared, ptx.F32, a, x)
-			e.St(ptx.SpaceShared, ptx.U32, ptx.At(a.Base, a.Off+toIdx), idx())
-			e.Add(a.Base.(ptx.Reg), a.Base, ptx.Imm(4))
+			e.St(sp, ptx.F32, ptx.At(a, 0), x)
+			e.St(sp, ptx.U32, ptx.At(a, toIdx), idx())
+			e.Add(a, a, ptx.Imm(4))
 		})
 	})
-	t.sync()
-	return total
+	if t.part == nil {
+		t.sync()
+		return
+	}
+	// Every CTA's candidates are in the leader's buffer before it reads them.
+	e.BarrierClusterArrive(ptx.SemRelease)
+	e.BarrierClusterWait(ptx.SemAcquire)
 }
 
 // phase4Refine selects exactly K of the total candidates: radix select on

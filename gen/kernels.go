@@ -24,19 +24,24 @@ type generator struct {
 	doc     string
 	gen     func(Config) (*Kernel, error)
 	cluster bool // one row per thread-block cluster of Config.Cluster CTAs
+	topk    bool // a Top-K kernel (its shared memory: newTopKShared)
 }
 
 var generators = map[string]generator{
-	"count_ge":      {"block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", genCountGE, false},
-	"warp_reduce":   {"warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", genWarpReduce, false},
-	"block_scan":    {"block-wide exclusive prefix sum of u32 values per row", genBlockScan, false},
-	"gvr_topk":      {"GVR Top-K per row, guided by the previous step's Top-K indices", genGVR, false},
-	"topk_fallback": {"Top-K per row without a prediction: GVR with a guess from a strided sample", genFallback, false},
-	"topk_radix":    {"Top-K per row by exact radix select over the row", genRadix, false},
-	"cluster_count_ge": {"count_ge with one row per cluster of Cluster CTAs: slices bulk-copied into shared memory, counts combined over DSMEM (sm_90+)",
-		genClusterCountGE, true},
-	"cluster_read": {"a cluster's CTAs bulk-copy their slices of a row into shared memory, nothing else: the floor of a cluster kernel (sm_90+)",
-		genClusterRead, true},
+	"count_ge":      {doc: "block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", gen: genCountGE},
+	"warp_reduce":   {doc: "warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", gen: genWarpReduce},
+	"block_scan":    {doc: "block-wide exclusive prefix sum of u32 values per row", gen: genBlockScan},
+	"gvr_topk":      {doc: "GVR Top-K per row, guided by the previous step's Top-K indices", gen: genGVR, topk: true},
+	"topk_fallback": {doc: "Top-K per row without a prediction: GVR with a guess from a strided sample", gen: genFallback, topk: true},
+	"topk_radix":    {doc: "Top-K per row by exact radix select over the row", gen: genRadix, topk: true},
+	"gvr_topk_cluster": {doc: "gvr_topk with one row per cluster of Cluster CTAs: the row read into shared memory once, counts combined over DSMEM (sm_90+)",
+		gen: genGVRCluster, cluster: true, topk: true},
+	"topk_fallback_cluster": {doc: "topk_fallback with one row per cluster of Cluster CTAs: the row read into shared memory once (sm_90+)",
+		gen: genFallbackCluster, cluster: true, topk: true},
+	"cluster_count_ge": {doc: "count_ge with one row per cluster of Cluster CTAs: slices bulk-copied into shared memory, counts combined over DSMEM (sm_90+)",
+		gen: genClusterCountGE, cluster: true},
+	"cluster_read": {doc: "a cluster's CTAs bulk-copy their slices of a row into shared memory, nothing else: the floor of a cluster kernel (sm_90+)",
+		gen: genClusterRead, cluster: true},
 }
 
 // Names lists the kernels Generate knows, sorted.
@@ -62,7 +67,7 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 		return nil, fmt.Errorf("kernel %s: %w", name, err)
 	}
 	if g.cluster {
-		if err := checkCluster(cfg); err != nil {
+		if err := checkCluster(name, cfg); err != nil {
 			return nil, fmt.Errorf("kernel %s (%v): %w", name, cfg, err)
 		}
 	} else if cfg.Cluster > 1 || cfg.MaxN != 0 {
@@ -134,10 +139,15 @@ func (c *cta) elemAddr(base, idx ptx.Reg, size int) ptx.Addr {
 	return ptx.At(a, 0)
 }
 
-// rowID is %ctaid.x: one CTA per row.
+// rowID is the row this CTA works on: %ctaid.x, one CTA per row, or in a
+// cluster kernel %clusterid.x, one cluster per row.
 func (c *cta) rowID() ptx.Reg {
 	r := c.u32()
-	c.e.Mov(r, ptx.CtaIDX)
+	if c.cluster > 0 {
+		c.e.Mov(r, ptx.ClusterIDX)
+	} else {
+		c.e.Mov(r, ptx.CtaIDX)
+	}
 	return r
 }
 

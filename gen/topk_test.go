@@ -168,6 +168,12 @@ func launch(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race boo
 // launchStats is launch that also returns each row's instrumentation
 // record (Config.Instrument; nil otherwise).
 func launchStats(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race bool) ([][]int32, [][]float32, [][]byte) {
+	return launchSeed(t, p, k, cs, race, 0)
+}
+
+// launchSeed is launchStats on the interpreter's schedule seed (the order
+// in which a cluster's CTAs and bulk copies advance).
+func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race bool, seed uint64) ([][]int32, [][]float32, [][]byte) {
 	t.Helper()
 	K := k.Config.K
 	stride := 1
@@ -195,7 +201,7 @@ func launchStats(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, rac
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))
 	args := k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).Set("lengths", lengths).
 		Set("out_idx", outIdx).Set("out_vals", outVals)
-	if k.Name == "gvr_topk" {
+	if k.Launch.Param("pred") != nil {
 		pcount := uint64(pstride)
 		if len(cs) > 0 && cs[0].pred == nil {
 			pcount = 0
@@ -207,7 +213,7 @@ func launchStats(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, rac
 		stats = mem.Alloc(len(cs)*gen.StatsBytes, 16)
 		args.Set("stats", stats)
 	}
-	_, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs)}, Args: args, RaceCheck: race})
+	_, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs) * k.Launch.Cluster}, Args: args, RaceCheck: race, Seed: seed})
 	if err != nil {
 		t.Fatalf("%s (%v): %v", k.Name, k.Config, err)
 	}

@@ -100,3 +100,56 @@ func TestClusterKernels(t *testing.T) {
 		})
 	}
 }
+
+// TestAdversarialCluster runs gvr_topk_cluster (every prediction mode) and
+// topk_fallback_cluster on the adversarial suite's generators and shapes,
+// one row per cluster of C = 1 to 16 CTAs, with rows that fit the
+// cluster's shared memory and rows longer than MaxN (their excess read
+// from global memory), and checks each row against Reference.
+func TestAdversarialCluster(t *testing.T) {
+	d := gpu(t)
+	if d.Info().Major < 9 {
+		t.Skipf("%v has no thread-block clusters", d)
+	}
+	base := gen.DefaultConfig()
+	base.Target = d.Info().Target
+	type clusterCase struct {
+		C, maxN int
+		edit    func(*gen.Config)
+	}
+	cases := []clusterCase{{C: 1}, {C: 2}, {C: 4}, {C: 8}, {C: 16}, {C: 8, maxN: 32768}, {C: 2, maxN: 20000},
+		{C: 4, edit: func(c *gen.Config) { c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256 }},
+		{C: 8, edit: func(c *gen.Config) { c.Sorted = true }}}
+	for _, cc := range cases {
+		cfg := base
+		cfg.Cluster, cfg.MaxN = cc.C, cc.maxN
+		if cc.edit != nil {
+			cc.edit(&cfg)
+		}
+		if cc.C > *maxCluster {
+			t.Logf("clusters of %d: not run (-gvr.max-cluster=%d)", cc.C, *maxCluster)
+			continue
+		}
+		t.Run(fmt.Sprintf("C=%d/MaxN=%d/K=%d/sorted=%v", cc.C, cfg.MaxN, cfg.K, cfg.Sorted), func(t *testing.T) {
+			single := cfg
+			single.Cluster, single.MaxN = 0, 0
+			var ks [3]*runtime.Kernel
+			var err error
+			if ks[0], err = Kernel(d, "topk_radix", single); err != nil {
+				t.Fatal(err)
+			}
+			for i, name := range []string{"topk_fallback_cluster", "gvr_topk_cluster"} {
+				if ks[i+1], err = Kernel(d, name, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rows := 0
+			for _, sh := range shapes(cfg.K, cfg.MaxCandidates, 8) {
+				for gi, g := range generators {
+					rows += runCase(t, ks, cfg, sh, g, uint64(1000*gi+len(sh.lengths)))
+				}
+			}
+			t.Logf("%v: %d rows checked, %d clusters resident at once", cfg, rows, ks[2].MaxActiveClusters)
+		})
+	}
+}

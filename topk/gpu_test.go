@@ -447,7 +447,7 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		if set != nil {
 			set(args)
 		}
-		must(t, kern.Launch(nil, rows, args))
+		must(t, kern.Launch(nil, rows*kern.Contract.Cluster, args))
 		must(t, d.Synchronize())
 		must(t, runtime.Download(idx, idxBuf))
 		v := vals
@@ -471,8 +471,8 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		}
 	}
 
-	run("topk_radix", ks[0], valBuf.Ptr(), nil)
-	run("topk_fallback", ks[1], valBuf.Ptr(), nil)
+	run(ks[0].Contract.Entry, ks[0], valBuf.Ptr(), nil)
+	run(ks[1].Contract.Entry, ks[1], valBuf.Ptr(), nil)
 	modes := predModes
 	if g.name == "synthetic" {
 		modes = append(slices.Clone(modes), predMode{"static-prior", func(p, want []int32, n, k int, rng *rand.Rand) int {
@@ -495,7 +495,7 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		if m.name == "random" {
 			vals = 0 // no value writes
 		}
-		run("gvr_topk/"+m.name, ks[2], vals, func(a *ptx.Args) {
+		run(ks[2].Contract.Entry+"/"+m.name, ks[2], vals, func(a *ptx.Args) {
 			a.Set("pred", predBuf.Ptr()).Set("pred_stride", uint64(predStride)).Set("pred_count", uint64(count))
 		})
 	}

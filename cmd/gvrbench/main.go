@@ -22,12 +22,19 @@ import (
 
 // The kernels gvrbench can time.
 var kernelDocs = map[string]string{
-	"gvr":      "gvr_topk with the static structural prior as its prediction (the paper's setting)",
-	"feedback": "gvr_topk with its own previous output as the prediction, in place (a decode step on unchanged scores: a perfect prediction)",
-	"fallback": "topk_fallback: no prediction, the guess comes from a sample of the row (the baseline)",
-	"radix":    "topk_radix: exact radix select over the row",
-	"floor":    "cluster_read: the row read once into a cluster's shared memory and nothing else, for each -cluster size (columns floorC): the floor of a cluster kernel (sm_90+)",
+	"gvr":       "gvr_topk with the static structural prior as its prediction (the paper's setting)",
+	"feedback":  "gvr_topk with its own previous output as the prediction, in place (a decode step on unchanged scores: a perfect prediction)",
+	"fallback":  "topk_fallback: no prediction, the guess comes from a sample of the row (the baseline)",
+	"radix":     "topk_radix: exact radix select over the row",
+	"floor":     "cluster_read: the row read once into a cluster's shared memory and nothing else, for each -cluster size (columns floorC): the floor of a cluster kernel (sm_90+)",
+	"cgvr":      "gvr_topk_cluster with the static prior, one row per cluster, for each -cluster size (columns cgvrC; sm_90+)",
+	"cfallback": "topk_fallback_cluster: no prediction, one row per cluster, for each -cluster size (columns cfallbackC; sm_90+)",
 }
+
+// clusterKernels are the kernels timed per -cluster size, by column
+// prefix: floor8 is cluster_read with clusters of 8 CTAs. Each is loaded
+// per N, for clusters that hold a row of N (Config.MaxN).
+var clusterKernels = map[string]string{"floor": "cluster_read", "cgvr": "gvr_topk_cluster", "cfallback": "topk_fallback_cluster"}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -50,18 +57,24 @@ type options struct {
 	steps, replayN int
 }
 
-// floorPrefix names the floor kernels' columns: floor8 is cluster_read
-// with clusters of 8 CTAs.
-const floorPrefix = "floor"
-
-// floorCluster is the cluster size of floor kernel name, or 0 for another
-// kernel.
-func floorCluster(name string) int {
-	c, err := strconv.Atoi(strings.TrimPrefix(name, floorPrefix))
-	if !strings.HasPrefix(name, floorPrefix) || err != nil {
-		return 0
+// clusterOf splits a cluster kernel's column name (cgvr16) into its
+// prefix (cgvr) and cluster size (16); c is 0 for another kernel.
+func clusterOf(name string) (prefix string, c int) {
+	i := strings.IndexAny(name, "0123456789")
+	if i < 0 || clusterKernels[name[:i]] == "" {
+		return "", 0
 	}
-	return c
+	c, err := strconv.Atoi(name[i:])
+	if err != nil {
+		return "", 0
+	}
+	return name[:i], c
+}
+
+// isFloor reports whether column name is a floor kernel's (cluster_read).
+func isFloor(name string) bool {
+	p, _ := clusterOf(name)
+	return p == "floor"
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -69,8 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	batches := fs.String("batch", "1,8,64", "batch sizes (rows per launch), comma-separated")
 	ns := fs.String("n", "8192,16384,32768,65536,70690,131072,262144", "row lengths N, comma-separated")
-	kernels := fs.String("kernels", "gvr,feedback,fallback,radix", "kernels to time: gvr, feedback, fallback, radix, floor")
-	clusters := fs.String("cluster", "8,16", "the floor kernel's cluster sizes, comma-separated (1 to 16)")
+	kernels := fs.String("kernels", "gvr,feedback,fallback,radix", "kernels to time: gvr, feedback, fallback, radix, floor, cgvr, cfallback")
+	clusters := fs.String("cluster", "8,16", "the cluster kernels' (floor, cgvr, cfallback) cluster sizes, comma-separated (1 to 16)")
 	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
@@ -89,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "o", "", "also write the JSON report to `file`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "gvrbench times gvr's Top-K kernels on the GVR paper's synthetic workload.\n\nUsage: gvrbench [flags]\n\nKernels:\n")
-		for _, k := range []string{"gvr", "feedback", "fallback", "radix"} {
+		for _, k := range []string{"gvr", "feedback", "fallback", "radix", "floor", "cgvr", "cfallback"} {
 			fmt.Fprintf(stderr, "  %-9s %s\n", k, kernelDocs[k])
 		}
 		fmt.Fprintf(stderr, "\nFlags:\n")
@@ -117,14 +130,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, k := range strings.Split(*kernels, ",") {
 		if _, ok := kernelDocs[k]; !ok {
-			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor)", k)
+			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor, cgvr, cfallback)", k)
 		}
-		if k != floorPrefix {
+		if clusterKernels[k] == "" {
 			o.kernels = append(o.kernels, k)
 			continue
 		}
 		for _, c := range o.clusters {
-			o.kernels = append(o.kernels, fmt.Sprintf("%s%d", floorPrefix, c))
+			o.kernels = append(o.kernels, fmt.Sprintf("%s%d", k, c))
 		}
 	}
 	for _, m := range strings.Split(*mode, ",") {
@@ -307,8 +320,8 @@ func (b *bencher) load() error {
 	cfg.Target = b.dev.Info().Target
 	names := map[string]string{"gvr": "gvr_topk", "feedback": "gvr_topk", "fallback": "topk_fallback", "radix": "topk_radix"}
 	for _, k := range b.o.kernels {
-		if floorCluster(k) > 0 {
-			continue // loaded per N (floorKernel): its shared memory holds a row
+		if _, c := clusterOf(k); c > 0 {
+			continue // loaded per N (clusterKernel): its shared memory holds a row
 		}
 		for _, instr := range []bool{false, true} {
 			if instr && (!b.o.phases || k == "radix") {
@@ -421,15 +434,16 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 		vals = d.vals.Ptr()
 	}
 	a := k.Args().Set("scores", d.scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr())
-	if floorCluster(name) > 0 {
+	if isFloor(name) {
 		return a.Set("held", d.out[name].Ptr())
 	}
 	a.Set("out_idx", d.out[name].Ptr()).Set("out_vals", vals)
 	K := uint64(b.o.k)
-	switch name {
-	case "gvr":
+	prefix, _ := clusterOf(name)
+	switch {
+	case name == "gvr" || prefix == "cgvr":
 		a.Set("pred", d.prior.Ptr()).Set("pred_stride", K).Set("pred_count", K)
-	case "feedback": // its own previous output
+	case name == "feedback": // its own previous output
 		a.Set("pred", d.out[name].Ptr()).Set("pred_stride", K).Set("pred_count", K)
 	}
 	if stats {
@@ -468,17 +482,19 @@ func (b *bencher) replays(progress io.Writer) (*Report, error) {
 	return b.rep, nil
 }
 
-// floorConfig is cluster_read's configuration for clusters of c CTAs
-// holding rows of n elements.
-func (b *bencher) floorConfig(c, n int) gen.Config {
+// clusterConfig is the configuration of the cluster kernels for clusters
+// of c CTAs holding rows of n elements.
+func (b *bencher) clusterConfig(c, n int) gen.Config {
 	cfg := gen.DefaultConfig()
+	cfg.K = b.o.k
+	cfg.MaxCandidates = max(3*b.o.k, 1024)
 	cfg.Target, cfg.Cluster, cfg.MaxN = b.dev.Info().Target, c, n
 	return cfg
 }
 
-// floorKernel loads cluster_read for cfg.
-func (b *bencher) floorKernel(cfg gen.Config) (*runtime.Kernel, error) {
-	k, err := topk.Kernel(b.dev, "cluster_read", cfg)
+// clusterKernel loads cluster kernel name for cfg.
+func (b *bencher) clusterKernel(name string, cfg gen.Config) (*runtime.Kernel, error) {
+	k, err := topk.Kernel(b.dev, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -492,15 +508,24 @@ func (b *bencher) floorKernel(cfg gen.Config) (*runtime.Kernel, error) {
 // checks the outputs, and takes the phase breakdown.
 func (b *bencher) measure(d *dataset, batch int) error {
 	for _, name := range b.o.kernels {
-		k := b.kern[name]
-		if c := floorCluster(name); c > 0 {
-			cfg := b.floorConfig(c, d.n)
-			if err := cfg.Validate(); err != nil || !gen.FitsCluster(cfg) {
-				continue // a row this long does not fit in clusters of c: no floor (the table shows -)
+		k, ik := b.kern[name], b.kern[name+"/instrumented"]
+		if prefix, c := clusterOf(name); c > 0 {
+			gname, cfg := clusterKernels[prefix], b.clusterConfig(c, d.n)
+			if prefix != "floor" && !gen.FitsCluster(gname, cfg) {
+				cfg.MaxN = 0 // as much of the row as the cluster holds; the rest is read from global memory
+			}
+			if err := cfg.Validate(); err != nil || !gen.FitsCluster(gname, cfg) {
+				continue // a row this long does not fit in clusters of c (the table shows -)
 			}
 			var err error
-			if k, err = b.floorKernel(cfg); err != nil {
+			if k, err = b.clusterKernel(gname, cfg); err != nil {
 				return fmt.Errorf("%s, N %d: %w", name, d.n, err)
+			}
+			if b.o.phases && prefix != "floor" {
+				cfg.Instrument = true
+				if ik, err = b.clusterKernel(gname, cfg); err != nil {
+					return fmt.Errorf("%s (instrumented), N %d: %w", name, d.n, err)
+				}
 			}
 		}
 		args := b.args(name, k, d, false)
@@ -523,7 +548,7 @@ func (b *bencher) measure(d *dataset, batch int) error {
 		if err := b.check(name, d, batch); err != nil {
 			return err
 		}
-		if ik := b.kern[name+"/instrumented"]; ik != nil {
+		if ik != nil {
 			if err := b.phases(name, ik, d, batch); err != nil {
 				return err
 			}
@@ -570,7 +595,7 @@ func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, f
 // (a floor kernel's: each CTA holds its slice of the row, the whole row
 // between them).
 func (b *bencher) check(name string, d *dataset, batch int) error {
-	if c := floorCluster(name); c > 0 {
+	if _, c := clusterOf(name); c > 0 && isFloor(name) {
 		held := make([]int32, batch*c)
 		if err := runtime.Download(held, d.out[name]); err != nil {
 			return err
