@@ -411,7 +411,7 @@ func (t *topk) exactPath() {
 	// The radix passes loop over the digits: the row walk is long (an
 	// unrolled vector loop), and inlined once per digit it made this rarely
 	// taken path most of the GVR kernels' code.
-	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes, t.smallRow, true)
+	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes, t.smallRow, true, nil)
 }
 
 // phase1PreIndexStats: min, max and mean of the scores at the predicted
@@ -928,7 +928,11 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 	}, func() {
 		// Inlined passes: the candidate walk is short, and this is the
 		// common path, where a loop's few instructions per pass would show.
-		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, false, false)
+		// The digits split the candidates' key span, and after the first
+		// one the K-th candidate's bin usually holds at most 32: one warp
+		// ranks them (smallSelect) instead of two more passes.
+		span := t.spanOf(cands, t.reduce)
+		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, true, false, &span)
 	})
 }
 

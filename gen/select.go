@@ -27,11 +27,49 @@ type walker func(visit func(x elem))
 // larger ranks come first in the Top-K order.
 type stream func(visit func(r ptx.Reg))
 
-// keysOf ranks every element by its key.
-func (c *cta) keysOf(w walker) stream {
+// ranksOf ranks every element by rankOf of its float bits.
+func (c *cta) ranksOf(w walker, rankOf func(bits ptx.Reg) ptx.Reg) stream {
 	return func(visit func(ptx.Reg)) {
-		w(func(x elem) { visit(c.key(x.bits)) })
+		w(func(x elem) { visit(rankOf(x.bits)) })
 	}
+}
+
+// keySpan is what a set of elements' keys span: every key lies in [min,
+// min + 2^(32-shift)). Ranked by (key - min) << shift, the order is kept,
+// and the top radix digit splits the span itself, not bits its keys share:
+// Phase 4's candidates (keys above one threshold, close together) fall
+// into one or two bins of a first pass over their keys, but spread over
+// the bins of a first pass over their offsets.
+type keySpan struct {
+	min, shift ptx.Reg // u32
+}
+
+// rank is key k's rank in the span.
+func (s keySpan) rank(c *cta, k ptx.Reg) ptx.Reg {
+	r := c.u32()
+	c.e.Sub(r, k, s.min)
+	c.e.Shl(r, r, s.shift)
+	return r
+}
+
+// spanOf walks w once and returns the span of its keys, in every thread
+// (scratch: two words per warp). A single key, or none, gives shift 32:
+// every rank 0 (shl clamps the shift at 32).
+func (c *cta) spanOf(w walker, scratch region) keySpan {
+	e := c.e
+	lo, hi := c.constU32(0xFFFFFFFF), c.constU32(0)
+	w(func(x elem) {
+		k := c.key(x.bits)
+		e.Min(lo, lo, k)
+		e.Max(hi, hi, k)
+	})
+	r := c.blockReduceN([]string{"min", "max"}, []ptx.Reg{lo, hi}, scratch)
+	d := c.u32()
+	e.Sub(d, r[1], r[0])
+	span := keySpan{min: r[0], shift: c.u32()}
+	e.Clz(span.shift, d)
+	e.Guarded(c.setp(ptx.GT, r[0], r[1]), func() { e.Mov(span.shift, ptx.Imm(32)) }) // no elements
+	return span
 }
 
 // tiesOf ranks the elements whose key is kth by lowest index first (rank
@@ -354,14 +392,28 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 // radix select on their inverted indices finds the cut. With loop, each
 // radix select is a PTX loop over its digits (for walks too long to inline
 // once per digit); else its passes are inlined.
-func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, small, loop bool) {
+//
+// With span, the radix digits are those of the keys' offsets within the
+// span (keySpan) instead of the keys', and, with small, the small-bin test
+// comes after the first digit: the candidates of Phase 4 spread over the
+// bins of one pass, and the K-th one's bin then holds a few.
+func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, small, loop bool, span *keySpan) {
 	e := c.e
-	r := c.newRadix(c.keysOf(w), K, sh, passes)
+	rankOf, toKey := c.key, func(r ptx.Reg) {}
+	if span != nil {
+		rankOf = func(b ptx.Reg) ptx.Reg { return span.rank(c, c.key(b)) }
+		toKey = func(r ptx.Reg) {
+			e.Shr(r, r, span.shift)
+			e.Add(r, r, span.min)
+		}
+	}
+	r := c.newRadix(c.ranksOf(w, rankOf), K, sh, passes)
 	kthKey, kthIdx := c.u32(), c.u32()
 	ties := func() {
 		need := c.u32()
 		e.Sub(need, K, r.sel.above)
 		e.Mov(kthKey, r.sel.r)
+		toKey(kthKey)
 		e.Mov(kthIdx, ptx.Imm(0xFFFFFFFF))
 		e.If(c.setp(ptx.LT, need, r.sel.equal), func() {
 			e.Comment("ties at the K-th key: keep the %s lowest indices", "need")
@@ -370,25 +422,38 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		})
 	}
 	smallBin := func() ptx.Pred { return c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)) }
+	smallSel := func() {
+		c.smallSelect(w, r, rankOf, kthKey, kthIdx)
+		toKey(kthKey)
+	}
 	switch {
 	case loop && small:
+		if span != nil {
+			panic("gen: the radix loop tests for a small bin at its last digit only")
+		}
 		all := r.loop(smallBin)
-		e.IfElse(all, ties, func() { c.smallSelect(w, r, kthKey, kthIdx) })
+		e.IfElse(all, ties, smallSel)
 	case loop:
 		r.loop(nil)
 		ties()
 	default:
-		for r.p < len(r.digits)-1 {
+		check := len(r.digits) - 1 // the pass before which a small bin is looked for
+		if span != nil {
+			check = 1
+		}
+		for r.p < check {
 			r.pass()
 		}
-		last := func() {
-			r.pass()
+		rest := func() {
+			for !r.done() {
+				r.pass()
+			}
 			ties()
 		}
 		if small {
-			e.IfElse(smallBin(), func() { c.smallSelect(w, r, kthKey, kthIdx) }, last)
+			e.IfElse(smallBin(), smallSel, rest)
 		} else {
-			last()
+			rest()
 		}
 	}
 	c.writeSelected(w, func(x elem) ptx.Pred {
@@ -406,7 +471,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 // any order, and one warp ranks each against the others in the Top-K order;
 // the one ranked r.rem-th is the K-th. The ranks do not depend on the
 // gathering order, so neither does the result.
-func (c *cta) smallSelect(w walker, r *radix, kthKey, kthIdx ptx.Reg) {
+func (c *cta) smallSelect(w walker, r *radix, rankOf func(bits ptx.Reg) ptx.Reg, kthKey, kthIdx ptx.Reg) {
 	e, sh := c.e, r.sh
 	e.Comment("small bin: one warp ranks the elements that share the K-th one's high bits")
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
@@ -414,7 +479,7 @@ func (c *cta) smallSelect(w walker, r *radix, kthKey, kthIdx ptx.Reg) {
 	})
 	c.sync()
 	w(func(x elem) {
-		k := c.key(x.bits)
+		k := rankOf(x.bits)
 		m := c.u32()
 		e.And(m, k, r.fixed)
 		e.If(c.setp(ptx.EQ, m, r.sel.r), func() {
@@ -433,19 +498,19 @@ func (c *cta) smallSelect(w walker, r *radix, kthKey, kthIdx ptx.Reg) {
 		e.If(c.setp(ptx.LT, c.lane, r.sel.equal), func() {
 			e.Ld(ptx.SpaceShared, ptx.Vec{k, i}, c.smem.elem(sh.small, c.lane, 8))
 		})
-		// rank = how many elements come before this one.
+		// rank = how many elements come before this one; the 32 steps
+		// unrolled, so that their shuffles overlap.
 		rank := c.constU32(0)
-		j := c.u32()
-		e.For(j, ptx.Imm(0), ptx.Imm(warpSize), ptx.Imm(1), func() {
+		for j := range warpSize {
 			kj, ij := c.u32(), c.u32()
-			e.Shfl(ptx.ShflIdx, kj, k, j, ptx.Imm(warpSize-1), ptx.Imm(fullMask))
-			e.Shfl(ptx.ShflIdx, ij, i, j, ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+			e.Shfl(ptx.ShflIdx, kj, k, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+			e.Shfl(ptx.ShflIdx, ij, i, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
 			before := c.setp(ptx.GT, kj, k)
 			same := c.setp(ptx.EQ, kj, k)
 			e.AndPred(same, same, c.setp(ptx.LT, ij, i))
 			e.OrPred(before, before, same)
 			e.Guarded(before, func() { e.Add(rank, rank, ptx.Imm(1)) })
-		})
+		}
 		want := c.u32()
 		e.Sub(want, r.rem, ptx.Imm(1))
 		e.If(c.setp(ptx.EQ, rank, want), func() {
