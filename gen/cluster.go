@@ -375,8 +375,8 @@ func checkCluster(name string, cfg Config) error {
 		return fmt.Errorf("%s has no thread-block clusters, mbarrier transaction counts or bulk copies (sm_90+)", cfg.Target.Name)
 	}
 	if need, limit := clusterSharedBytes(name, cfg), MaxSharedPerBlock(cfg.Target); need > limit {
-		return fmt.Errorf("MaxN = %d over %d CTAs needs %d bytes of shared memory per CTA; %s allows %d",
-			cfg.MaxN, cfg.cluster(), need, cfg.Target.Name, limit)
+		return fmt.Errorf("%w: MaxN = %d over %d CTAs needs %d bytes per CTA; %s allows %d",
+			ErrSharedMemory, cfg.MaxN, cfg.cluster(), need, cfg.Target.Name, limit)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,6 +45,10 @@ var generators = map[string]generator{
 		gen: genClusterRead, cluster: true},
 }
 
+// ErrSharedMemory is in the error of a kernel that needs more shared
+// memory per CTA than its target has (errors.Is).
+var ErrSharedMemory = errors.New("not enough shared memory")
+
 // Names lists the kernels Generate knows, sorted.
 func Names() []string {
 	names := make([]string, 0, len(generators))
@@ -84,8 +89,8 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 		fmt.Sprintf("launch: %d threads per CTA, %d bytes of dynamic shared memory", k.Launch.Block, k.Launch.SharedBytes),
 	}, k.Module.Header...)
 	if limit := MaxSharedPerBlock(cfg.Target); k.Launch.SharedBytes > limit {
-		return nil, fmt.Errorf("kernel %s (%v): needs %d bytes of shared memory, %s allows %d per block",
-			name, cfg, k.Launch.SharedBytes, cfg.Target.Name, limit)
+		return nil, fmt.Errorf("kernel %s (%v): %w: it needs %d bytes, %s allows %d per block",
+			name, cfg, ErrSharedMemory, k.Launch.SharedBytes, cfg.Target.Name, limit)
 	}
 	return k, nil
 }

@@ -4,7 +4,7 @@
 #   runtime  gpubin/runtime.test -test.v   (device, buffers, JIT logs, launches by contract,
 #            streams and events, graphs, clusters)
 #   topk     gpubin/topk.test -test.v      (adversarial exactness, determinism, decode loop, graphs,
-#            errors, a shared selector, streams, two GPUs where there are two, the interpreter
+#            errors, a shared selector, streams, the cluster kernels and the selector's choice, two GPUs where there are two, the interpreter
 #            against the GPU, TestFuzzGPU), in groups of tests, one process each (see TOPK_GROUPS)
 #   sanitize compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
 #            gpubin/topk.test's SANITIZE_TESTS (small sizes); any reported error fails
@@ -82,7 +82,7 @@ run_test() {
 # (which poisons the CUDA context for the rest of the process) in one group
 # does not hide the others' results.
 TOPK_GROUPS=(Adversarial Determinism 'DecodeLoop|GraphReplay|SelectHost|SelectorErrors|SelectNoAllocs|ConcurrentSelectors'
-  'SharedSelector|MisalignedViews|LayerAcrossStreams')
+  'SharedSelector|MisalignedViews|LayerAcrossStreams' 'ClusterKernels|AdversarialCluster|SelectorChoice')
 # Needs two GPUs: run (and required to pass) only on a machine with two or more.
 TWO_GPU_TESTS='TwoGPUs'
 

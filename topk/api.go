@@ -122,6 +122,11 @@ type Result struct {
 	// prediction; false on a layer's first step, which runs the fallback
 	// kernel.
 	Predicted bool
+	// Kernel is the kernel that ran (gvr_topk, topk_fallback,
+	// gvr_topk_cluster or topk_fallback_cluster), and Cluster, for the
+	// cluster kernels, how many CTAs took each row (0 otherwise).
+	Kernel  string
+	Cluster int
 }
 
 // ReadIndices copies the Rows*K indices to the host, after the work queued

@@ -5,8 +5,10 @@ package topk
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gvr-go/gvr/gen"
@@ -151,5 +153,61 @@ func TestAdversarialCluster(t *testing.T) {
 			}
 			t.Logf("%v: %d rows checked, %d clusters resident at once", cfg, rows, ks[2].MaxActiveClusters)
 		})
+	}
+}
+
+// TestSelectorChoice runs a Selector's steps over batch sizes and row
+// lengths where the device's tuning picks one CTA per row and where it
+// picks clusters of each size: every step runs the kernel Choice names
+// (Result.Kernel, Result.Cluster), first without a prediction, then with
+// the layer's previous step, and every row is exact.
+func TestSelectorChoice(t *testing.T) {
+	d := gpu(t)
+	const maxRows = 16
+	sel, err := NewSelector(Config{MaxRows: maxRows, Layers: 1, Values: true, Device: d})
+	must(t, err)
+	defer sel.Close()
+	k := sel.Config().K
+	seen := map[string]bool{}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, rows := range []int{1, 2, 8, 16} {
+		for _, n := range []int{8192, 40000, 65536, 131075, 262144, 600000} {
+			x := make([][]float32, rows)
+			host := make([]float32, rows*n)
+			lengths := make([]int32, rows)
+			for r := range rows {
+				x[r] = scoresRow(rng, n-r)
+				copy(host[r*n:], x[r])
+				lengths[r] = int32(len(x[r]))
+			}
+			scores := alloc(t, d, 4*len(host))
+			must(t, runtime.Upload(scores, host))
+			must(t, sel.Reset())
+			for step := range 2 {
+				res, err := sel.Select(0, Batch{Scores: scores, Stride: n, Rows: rows, Lengths: lengths}, nil)
+				must(t, err)
+				name, c := Choice(d.Info(), rows, n, step == 1)
+				if res.Kernel != name || res.Cluster != c {
+					t.Errorf("rows %d, N %d, step %d: ran %s (cluster %d), Choice says %s (cluster %d)",
+						rows, n, step, res.Kernel, res.Cluster, name, c)
+				}
+				seen[fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)] = true
+				idx, err := res.ReadIndices()
+				must(t, err)
+				vals, err := res.ReadValues()
+				must(t, err)
+				for r := range rows {
+					want, _ := Reference(x[r], k, false)
+					if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
+						t.Fatalf("rows %d, N %d, step %d (%s, cluster %d): row %d: %v", rows, n, step, res.Kernel, res.Cluster, r, err)
+					}
+				}
+			}
+			must(t, scores.Free())
+		}
+	}
+	t.Logf("%s: kernels run: %v", d.Info().Name, slices.Sorted(maps.Keys(seen)))
+	if d.Info().Major >= 9 && !seen["gvr_topk_cluster/8"] && !seen["gvr_topk_cluster/16"] {
+		t.Errorf("no step ran a cluster kernel: %v", seen)
 	}
 }

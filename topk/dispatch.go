@@ -1,28 +1,173 @@
 package topk
 
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gvr-go/gvr/ptx"
+	"github.com/gvr-go/gvr/runtime"
+)
+
 // step is what the selector knows of a step when it picks the kernel.
 type step struct {
-	rows      int  // rows in the batch
-	stride    int  // elements per row at most
-	predicted bool // the layer's previous indices are there to guide it
+	rows      int    // rows in the batch
+	n         int    // the longest row: the stride, or the longest host length
+	predicted bool   // the layer's previous indices are there to guide it
+	device    device // the device it runs on
+}
+
+// device is what the choice needs to know of a device.
+type device struct {
+	name     string // as the driver reports it; picks a Tuning
+	sms      int
+	clusters bool // thread-block clusters (sm_90+)
+}
+
+// choice is a kernel and how many CTAs of a cluster take each row (0:
+// one CTA per row, the single-CTA kernel).
+type choice struct {
+	name    string
+	cluster int
 }
 
 // The kernels a Selector runs.
 const (
-	kernelGVR      = "gvr_topk"      // GVR, guided by the layer's previous step
-	kernelFallback = "topk_fallback" // GVR guessing from a row sample: no prediction yet
+	kernelGVR             = "gvr_topk"              // GVR, guided by the layer's previous step
+	kernelFallback        = "topk_fallback"         // GVR guessing from a row sample: no prediction yet
+	kernelGVRCluster      = "gvr_topk_cluster"      // gvr_topk, one row per thread-block cluster
+	kernelFallbackCluster = "topk_fallback_cluster" // topk_fallback, one row per thread-block cluster
 )
 
-// choose picks the kernel for a step. It is a pure function of the step,
-// so the choice is unit-tested without a GPU; the grid follows from the
-// kernel's contract (a CTA, or a cluster, per row). Today one rule: a
-// layer's first step has no prediction and runs the fallback (measured
-// 1.02-1.12x slower than gvr_topk with a prediction, docs/perf-notes.md).
-// Kernels that split a row over a cluster will be chosen here by row
-// length, rows and device.
-func choose(s step) string {
-	if s.predicted {
-		return kernelGVR
+// choose picks the kernel for a step, a pure function of the step, so the
+// choice is unit-tested without a GPU. A layer's first step has no
+// prediction and runs a fallback kernel; the others gvr_topk. Whether a
+// row takes one CTA or a cluster of C, and C, comes from the device's
+// Tuning (measured by gvrbench -tune, kept in tuning/ per GPU model), or
+// for a GPU without one from defaultCluster.
+func choose(s step) choice {
+	c := 0
+	if s.device.clusters {
+		if t := tuningFor(s.device.name); t != nil {
+			c = t.cluster(s.rows, s.n)
+		} else {
+			c = defaultCluster(s)
+		}
 	}
-	return kernelFallback
+	switch {
+	case c > 0 && s.predicted:
+		return choice{kernelGVRCluster, c}
+	case c > 0:
+		return choice{kernelFallbackCluster, c}
+	case s.predicted:
+		return choice{kernelGVR, 0}
+	}
+	return choice{kernelFallback, 0}
+}
+
+// defaultCluster is the rule for a GPU with clusters but no Tuning, from
+// the H100's and H200's tables: clusters of 8 once a row is long enough
+// that one CTA reading it is slower than a cluster's fixed costs (32K
+// elements), and while the batch's clusters fit on the device at once;
+// otherwise one CTA per row.
+func defaultCluster(s step) int {
+	if s.n >= 32768 && s.rows*8 <= s.device.sms {
+		return 8
+	}
+	return 0
+}
+
+// Tuning is the kernel choice measured on one GPU model: Cluster[i][j] is
+// the cluster size whose gvr_topk_cluster was fastest for Batches[i] rows
+// of Ns[j] elements, or 0 where gvr_topk (one CTA per row) was, each from
+// cold-L2 medians in one gvrbench -tune run (MedianUS: the winner's).
+type Tuning struct {
+	Device   string      `json:"device"`  // the GPU's name as the driver reports it
+	Command  string      `json:"command"` // the gvrbench command that measured it
+	Date     string      `json:"date"`
+	Batches  []int       `json:"batches"` // ascending
+	Ns       []int       `json:"ns"`      // ascending
+	Cluster  [][]int     `json:"cluster"`
+	MedianUS [][]float64 `json:"median_us"`
+}
+
+// cluster is the measured choice for rows rows of n elements: that of the
+// smallest measured batch and row length at least as large (the largest
+// where none is).
+func (t *Tuning) cluster(rows, n int) int {
+	i, _ := slices.BinarySearch(t.Batches, rows)
+	j, _ := slices.BinarySearch(t.Ns, n)
+	return t.Cluster[min(i, len(t.Batches)-1)][min(j, len(t.Ns)-1)]
+}
+
+// Check reports what makes t unusable.
+func (t *Tuning) Check() error {
+	if t.Device == "" || len(t.Batches) == 0 || len(t.Ns) == 0 {
+		return fmt.Errorf("tuning: no device, batches or row lengths")
+	}
+	if !slices.IsSorted(t.Batches) || !slices.IsSorted(t.Ns) {
+		return fmt.Errorf("tuning for %s: batches and row lengths must ascend", t.Device)
+	}
+	if len(t.Cluster) != len(t.Batches) {
+		return fmt.Errorf("tuning for %s: %d rows of choices for %d batches", t.Device, len(t.Cluster), len(t.Batches))
+	}
+	for i, row := range t.Cluster {
+		if len(row) != len(t.Ns) {
+			return fmt.Errorf("tuning for %s: batch %d has %d choices for %d row lengths", t.Device, t.Batches[i], len(row), len(t.Ns))
+		}
+		for _, c := range row {
+			if c < 0 || c > 16 {
+				return fmt.Errorf("tuning for %s: cluster size %d", t.Device, c)
+			}
+		}
+	}
+	return nil
+}
+
+//go:embed tuning/*.json
+var tuningFiles embed.FS
+
+// tunings are the embedded tables, by device name.
+var tunings = func() map[string]*Tuning {
+	m := make(map[string]*Tuning)
+	files, _ := tuningFiles.ReadDir("tuning")
+	for _, f := range files {
+		raw, err := tuningFiles.ReadFile(path.Join("tuning", f.Name()))
+		if err != nil {
+			panic(err)
+		}
+		t := new(Tuning)
+		if err := json.Unmarshal(raw, t); err != nil {
+			panic(fmt.Sprintf("topk: tuning/%s: %v", f.Name(), err))
+		}
+		if err := t.Check(); err != nil {
+			panic(fmt.Sprintf("topk: tuning/%s: %v", f.Name(), err))
+		}
+		m[t.Device] = t
+	}
+	return m
+}()
+
+// tuningFor is the embedded table for the GPU called name, or nil.
+func tuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
+
+// TuningFor is the measured kernel choice gvr keeps for the GPU called
+// name (runtime.Info.Name), or nil if it has none.
+func TuningFor(name string) *Tuning { return tuningFor(name) }
+
+// Choice is the kernel a Selector picks for rows rows of at most n
+// elements on the device info describes, with a prediction (the layer's
+// previous step) or without: its name, and for a cluster kernel the
+// cluster size (0 otherwise).
+func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int) {
+	c := choose(step{rows: rows, n: n, predicted: predicted, device: gpuOf(info)})
+	return c.name, c.cluster
+}
+
+// gpuOf is what choose needs to know of the device info describes.
+func gpuOf(info runtime.Info) device {
+	return device{name: info.Name, sms: info.SMs, clusters: info.Target.Has(ptx.FeatCluster)}
 }

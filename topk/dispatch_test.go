@@ -3,17 +3,65 @@ package topk
 import "testing"
 
 func TestChoose(t *testing.T) {
+	tuned := &Tuning{Device: "Test GPU", Batches: []int{1, 8, 64}, Ns: []int{8192, 65536, 262144},
+		Cluster: [][]int{{0, 8, 16}, {0, 8, 8}, {0, 0, 0}}}
+	if err := tuned.Check(); err != nil {
+		t.Fatal(err)
+	}
+	tunings[tuned.Device] = tuned
+	defer delete(tunings, tuned.Device)
+	h := device{name: "Test GPU", sms: 132, clusters: true}
+	other := device{name: "Other GPU", sms: 132, clusters: true}
+	old := device{name: "Old GPU", sms: 108}
 	for _, c := range []struct {
 		s    step
-		want string
+		want choice
 	}{
-		{step{rows: 1, stride: 65536, predicted: true}, kernelGVR},
-		{step{rows: 64, stride: 8192, predicted: true}, kernelGVR},
-		{step{rows: 1, stride: 65536}, kernelFallback},
-		{step{rows: 4096, stride: 1 << 20}, kernelFallback},
+		// The table: the smallest batch and N at least as large.
+		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8}},
+		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16}},
+		{step{rows: 2, n: 262144, predicted: true, device: h}, choice{kernelGVRCluster, 8}},
+		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0}},
+		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0}},
+		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0}},
+		// No prediction: the fallback twins.
+		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8}},
+		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0}},
+		// No table: the rule.
+		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8}},
+		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0}},
+		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0}},
+		// No clusters.
+		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0}},
+		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0}},
 	} {
 		if got := choose(c.s); got != c.want {
-			t.Errorf("choose(%+v) = %s, want %s", c.s, got, c.want)
+			t.Errorf("choose(%+v) = %v, want %v", c.s, got, c.want)
+		}
+	}
+}
+
+// TestTunings: every table kept in tuning/ is well formed (they are checked
+// when the package loads, which panics otherwise) and names a GPU.
+func TestTunings(t *testing.T) {
+	if len(tunings) == 0 {
+		t.Fatal("no tuning tables embedded")
+	}
+	for name, tu := range tunings {
+		if err := tu.Check(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	bad := []*Tuning{
+		{Device: "x", Batches: []int{8, 1}, Ns: []int{1}, Cluster: [][]int{{0}, {0}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1, 2}, Cluster: [][]int{{0}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{17}}},
+		{Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{0}}},
+	}
+	for _, tu := range bad {
+		if tu.Check() == nil {
+			t.Errorf("Check(%+v) = nil, want an error", tu)
 		}
 	}
 }

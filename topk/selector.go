@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/runtime"
 )
@@ -37,10 +38,10 @@ type Selector struct {
 	layers []layer
 	closed bool
 
-	// The kernels (choose picks one per step) and their arguments, made
-	// once and set by name before each launch.
-	gvr, fb         *runtime.Kernel
-	gvrArgs, fbArgs *ptx.Args
+	// The kernels choose may pick, loaded by NewSelector, with their
+	// arguments, made once and set by name before each launch.
+	kernels map[choice]*loaded
+	device  device
 
 	host *runtime.Buffer // SelectHost's scores, grown as needed
 }
@@ -61,9 +62,16 @@ type layer struct {
 	done   *runtime.Event
 }
 
+// loaded is a kernel the selector launches, and its arguments.
+type loaded struct {
+	k    *runtime.Kernel
+	args *ptx.Args
+}
+
 // NewSelector loads the kernels for cfg (Kernel: generated for the
-// device's target and JIT-compiled on first use in the process) and
-// allocates the per-layer buffers.
+// device's target and JIT-compiled on first use in the process): gvr_topk
+// and topk_fallback, and the cluster kernels the device's tuning (choose)
+// may pick for up to MaxRows rows; and it allocates the per-layer buffers.
 func NewSelector(cfg Config) (*Selector, error) {
 	cfg = cfg.withDefaults()
 	dev := cfg.Device
@@ -78,20 +86,45 @@ func NewSelector(cfg Config) (*Selector, error) {
 		return nil, err
 	}
 	kcfg := cfg.kernelConfig(t)
-	s := &Selector{cfg: cfg, dev: dev}
-	var err error
-	if s.gvr, err = Kernel(dev, kernelGVR, kcfg); err != nil {
-		return nil, fmt.Errorf("topk: NewSelector: %w", err)
-	}
-	if s.fb, err = Kernel(dev, kernelFallback, kcfg); err != nil {
-		return nil, fmt.Errorf("topk: NewSelector: %w", err)
+	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: gpuOf(dev.Info())}
+	for _, c := range s.choices() {
+		kc := kcfg
+		kc.Cluster = c.cluster
+		k, err := Kernel(dev, c.name, kc)
+		if err != nil && c.cluster > 0 && errors.Is(err, gen.ErrSharedMemory) {
+			continue // cfg leaves no room for a slice of the row: one CTA per row
+		}
+		if err != nil {
+			return nil, fmt.Errorf("topk: NewSelector: %w", err)
+		}
+		s.kernels[c] = &loaded{k, k.Args()}
 	}
 	if err := s.allocate(); err != nil {
 		s.free()
 		return nil, fmt.Errorf("topk: NewSelector (%d layers of %d rows, K = %d): %w", cfg.Layers, cfg.MaxRows, cfg.K, err)
 	}
-	s.gvrArgs, s.fbArgs = s.gvr.Args(), s.fb.Args()
 	return s, nil
+}
+
+// choices are the kernels choose may pick for this selector's steps: the
+// single-CTA pair, and the cluster kernels for every cluster size its
+// device's tuning (or rule) picks for up to MaxRows rows of any length.
+func (s *Selector) choices() []choice {
+	out := []choice{{kernelGVR, 0}, {kernelFallback, 0}}
+	seen := map[choice]bool{}
+	for rows := 1; ; rows = min(2*rows, s.cfg.MaxRows) {
+		for n := 1024; n <= 1<<30; n *= 2 {
+			for _, p := range []bool{true, false} {
+				if c := choose(step{rows: rows, n: n, predicted: p, device: s.device}); c.cluster > 0 && !seen[c] {
+					seen[c] = true
+					out = append(out, c)
+				}
+			}
+		}
+		if rows == s.cfg.MaxRows {
+			return out
+		}
+	}
 }
 
 func (s *Selector) allocate() error {
@@ -151,9 +184,11 @@ func (s *Selector) free() error {
 // Config is the selector's configuration, defaults filled in.
 func (s *Selector) Config() Config { return s.cfg }
 
-// Kernels are the two kernels the selector launches: GVR with a
+// Kernels are the single-CTA kernels the selector launches: GVR with a
 // prediction, and the fallback for a layer's first step.
-func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) { return s.gvr, s.fb }
+func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) {
+	return s.kernels[choice{kernelGVR, 0}].k, s.kernels[choice{kernelFallback, 0}].k
+}
 
 // Select queues the Top-K of batch b's rows on stream st (nil: the default
 // stream) with layer's feedback buffer: its previous step's indices are the
@@ -197,7 +232,21 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		}
 		lengths = l.lengths
 	}
-	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Predicted: l.primed}
+	n := b.Stride
+	if b.Lengths != nil {
+		n = 0
+		for _, m := range b.Lengths {
+			n = max(n, int(m))
+		}
+	}
+	c := choose(step{rows: b.Rows, n: n, predicted: l.primed, device: s.device})
+	kern := s.kernels[c]
+	if kern == nil { // a cluster kernel that cfg leaves no room for: one CTA per row
+		c = choose(step{rows: b.Rows, n: n, predicted: l.primed})
+		kern = s.kernels[c]
+	}
+	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats,
+		Predicted: l.primed, Kernel: c.name, Cluster: c.cluster}
 	if b.Rows == 0 {
 		return res, nil
 	}
@@ -205,11 +254,13 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if l.vals != nil {
 		vals = l.vals.Ptr()
 	}
-	k, args := s.fb, s.fbArgs
-	if choose(step{rows: b.Rows, stride: b.Stride, predicted: l.primed}) == kernelGVR {
+	k, args := kern.k, kern.args
+	if l.primed {
 		// In place: gvr_topk reads row r's prediction before it writes any
-		// of row r's output, and each CTA touches only its own row.
-		k, args = s.gvr, s.gvrArgs
+		// of row r's output, and each CTA touches only its own row (in
+		// gvr_topk_cluster, every CTA of row r's cluster reads the
+		// prediction before the cluster barriers that precede the
+		// leader's first write).
 		args.Set("pred", l.idx.Ptr()).Set("pred_stride", uint64(s.cfg.K)).Set("pred_count", uint64(s.cfg.K))
 	}
 	args.Set("scores", b.Scores.Ptr()).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths.Ptr()).

@@ -10,9 +10,15 @@
 //	          decode step on unchanged scores: a perfect prediction)
 //	fallback  topk_fallback, which has no prediction: the baseline
 //	radix     topk_radix, exact radix select over the row
+//	cgvrC     gvr_topk_cluster, one row per cluster of C CTAs, for each -cluster size C
+//	cfallbackC topk_fallback_cluster likewise
+//	floorC    cluster_read: the row read once into a cluster of C, nothing else
+//	auto      the kernel a Selector picks for the batch and N (topk.Choice)
 //
-// cold (L2 flushed by writing a 256 MB buffer before each launch) and
-// warm, all on the same data in the same run; checks every output against
+// cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
+// and with -mode graph, launches replayed from a CUDA graph (kernel time
+// without the host's launch and event overhead: how FlashInfer, vLLM and
+// SGLang publish theirs), all on the same data in the same run; checks every output against
 // the CPU reference (topk.Reference); and runs the instrumented kernels
 // for a per-phase breakdown. It prints a table, or JSON with -json, and a
 // progress line per batch on stderr. It exits 1 if any output differs
@@ -25,8 +31,20 @@
 //	gvrbench -batch 1 -n 65536,131072 -iters 200
 //	gvrbench -o bench.json            the table, and the report as JSON in bench.json
 //	gvrbench -kernels gvr,floor -cluster 8,16   with the floor of a cluster kernel per cluster size
+//	gvrbench -kernels gvr,auto,floor -cluster 16 -mode cold,warm,graph
+//	gvrbench -tune h100.json -cluster 2,4,8,16 -batch 1,2,4,8,16,32,64 -n 8192,...,1048576
+//	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU)
 //	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector
 //	gvrbench -trace x.npy             replay a saved decode trace (topk.LoadTrace)
+//
+// Warm medians are slower than cold ones at small N (12.5 us cold, 15.3
+// warm at 8K on an H100), which is how they are taken rather than the
+// kernel, by the evidence so far: a cold launch is queued behind the L2
+// flush, so its start event, the launch and its end event reach the GPU
+// back to back; a warm one follows the host's wait for the previous
+// launch, so its start event runs on an idle stream while the host is
+// still submitting the launch. Graph replays (warm L2, no host in between)
+// take 9.2 us there.
 //
 // A replay runs each step through a topk.Selector with the instrumented
 // kernels, each step's output the next one's prediction, checks every

@@ -27,8 +27,9 @@ var kernelDocs = map[string]string{
 	"fallback":  "topk_fallback: no prediction, the guess comes from a sample of the row (the baseline)",
 	"radix":     "topk_radix: exact radix select over the row",
 	"floor":     "cluster_read: the row read once into a cluster's shared memory and nothing else, for each -cluster size (columns floorC): the floor of a cluster kernel (sm_90+)",
-	"cgvr":      "gvr_topk_cluster with the static prior, one row per cluster, for each -cluster size (columns cgvrC; sm_90+)",
+	"cgvr":      "gvr_topk_cluster with the static prior, one row per cluster, for each -cluster size (columns cgvrC; sm_90+); the Selector's configuration",
 	"cfallback": "topk_fallback_cluster: no prediction, one row per cluster, for each -cluster size (columns cfallbackC; sm_90+)",
+	"auto":      "the kernel a Selector picks for the batch and N (topk.Choice: gvr_topk, or gvr_topk_cluster with the tuned cluster size), with the static prior",
 }
 
 // clusterKernels are the kernels timed per -cluster size, by column
@@ -46,6 +47,8 @@ type options struct {
 	seed           uint64
 	device         int
 	cold, hot      bool
+	graph          bool   // time launches replayed from a CUDA graph too
+	tune           string // -tune: write the measured kernel choice here
 	phases         bool
 	values         bool
 	asJSON         bool
@@ -95,14 +98,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.flushMB, "flush-mb", 256, "MB written before each cold launch to flush L2")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic scores")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
-	mode := fs.String("mode", "cold,warm", "cold, warm or both")
+	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm, graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
+	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, -batch and -n (cold), and write the fastest choice per batch and N to `file` (topk.Tuning JSON; topk/tuning/ keeps one per GPU)")
 	fs.BoolVar(&o.phases, "phases", true, "per-phase breakdown from the instrumented kernels")
 	fs.BoolVar(&o.values, "values", false, "also write the selected values")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON on stdout instead of the table")
 	fs.StringVar(&o.out, "o", "", "also write the JSON report to `file`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "gvrbench times gvr's Top-K kernels on the GVR paper's synthetic workload.\n\nUsage: gvrbench [flags]\n\nKernels:\n")
-		for _, k := range []string{"gvr", "feedback", "fallback", "radix", "floor", "cgvr", "cfallback"} {
+		for _, k := range []string{"gvr", "feedback", "fallback", "radix", "floor", "cgvr", "cfallback", "auto"} {
 			fmt.Fprintf(stderr, "  %-9s %s\n", k, kernelDocs[k])
 		}
 		fmt.Fprintf(stderr, "\nFlags:\n")
@@ -130,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, k := range strings.Split(*kernels, ",") {
 		if _, ok := kernelDocs[k]; !ok {
-			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor, cgvr, cfallback)", k)
+			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor, cgvr, cfallback, auto)", k)
 		}
 		if clusterKernels[k] == "" {
 			o.kernels = append(o.kernels, k)
@@ -146,14 +150,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 			o.cold = true
 		case "warm":
 			o.hot = true
+		case "graph":
+			o.graph = true
 		default:
-			return fail(2, "-mode: %q is neither cold nor warm", m)
+			return fail(2, "-mode: %q is not cold, warm or graph", m)
 		}
 	}
 	if o.iters < 1 || o.warm < 0 || o.k < 1 || o.flushMB < 1 {
 		return fail(2, "-iters, -k and -flush-mb must be positive, -warmup not negative")
 	}
 	o.seed = *seed
+	if o.tune != "" {
+		o.kernels = []string{"gvr"}
+		for _, c := range o.clusters {
+			o.kernels = append(o.kernels, fmt.Sprintf("cgvr%d", c))
+		}
+		o.cold, o.hot, o.graph, o.phases = true, false, false, false
+	}
 	if *replay == "all" {
 		*replay = "layer0,layer1,middle,layer60"
 	}
@@ -176,6 +189,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(1, "%v", err)
 	}
 	rep.Command = strings.Join(append([]string{"gvrbench"}, args...), " ")
+	if o.tune != "" {
+		if err := writeTuning(o.tune, rep); err != nil {
+			return fail(1, "%v", err)
+		}
+	}
 	if o.out != "" {
 		if err := writeJSON(o.out, rep); err != nil {
 			return fail(1, "%v", err)
@@ -314,14 +332,11 @@ func firstUse(dev *runtime.Device, k int) (string, error) {
 
 // load JIT-loads the kernels (and their instrumented variants).
 func (b *bencher) load() error {
-	cfg := gen.DefaultConfig()
-	cfg.K = b.o.k
-	cfg.MaxCandidates = max(3*b.o.k, 1024)
-	cfg.Target = b.dev.Info().Target
+	cfg := b.config()
 	names := map[string]string{"gvr": "gvr_topk", "feedback": "gvr_topk", "fallback": "topk_fallback", "radix": "topk_radix"}
 	for _, k := range b.o.kernels {
-		if _, c := clusterOf(k); c > 0 {
-			continue // loaded per N (clusterKernel): its shared memory holds a row
+		if _, c := clusterOf(k); c > 0 || k == "auto" {
+			continue // loaded when measured (kernelFor)
 		}
 		for _, instr := range []bool{false, true} {
 			if instr && (!b.o.phases || k == "radix") {
@@ -441,7 +456,7 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	K := uint64(b.o.k)
 	prefix, _ := clusterOf(name)
 	switch {
-	case name == "gvr" || prefix == "cgvr":
+	case name == "gvr" || name == "auto" || prefix == "cgvr":
 		a.Set("pred", d.prior.Ptr()).Set("pred_stride", K).Set("pred_count", K)
 	case name == "feedback": // its own previous output
 		a.Set("pred", d.out[name].Ptr()).Set("pred_stride", K).Set("pred_count", K)
@@ -482,13 +497,25 @@ func (b *bencher) replays(progress io.Writer) (*Report, error) {
 	return b.rep, nil
 }
 
-// clusterConfig is the configuration of the cluster kernels for clusters
-// of c CTAs holding rows of n elements.
-func (b *bencher) clusterConfig(c, n int) gen.Config {
+// config is the benchmark's kernel configuration, the Selector's for K.
+func (b *bencher) config() gen.Config {
 	cfg := gen.DefaultConfig()
 	cfg.K = b.o.k
 	cfg.MaxCandidates = max(3*b.o.k, 1024)
-	cfg.Target, cfg.Cluster, cfg.MaxN = b.dev.Info().Target, c, n
+	cfg.Target = b.dev.Info().Target
+	return cfg
+}
+
+// clusterConfig is the configuration of cluster kernel prefix for clusters
+// of c CTAs and rows of n elements: the floor's holds a row of n; the
+// Top-K kernels' are the Selector's, whose slices take all the shared
+// memory that is left (MaxN 0), whatever N.
+func (b *bencher) clusterConfig(prefix string, c, n int) gen.Config {
+	cfg := b.config()
+	cfg.Cluster = c
+	if prefix == "floor" {
+		cfg.MaxN = n
+	}
 	return cfg
 }
 
@@ -508,38 +535,27 @@ func (b *bencher) clusterKernel(name string, cfg gen.Config) (*runtime.Kernel, e
 // checks the outputs, and takes the phase breakdown.
 func (b *bencher) measure(d *dataset, batch int) error {
 	for _, name := range b.o.kernels {
-		k, ik := b.kern[name], b.kern[name+"/instrumented"]
-		if prefix, c := clusterOf(name); c > 0 {
-			gname, cfg := clusterKernels[prefix], b.clusterConfig(c, d.n)
-			if prefix != "floor" && !gen.FitsCluster(gname, cfg) {
-				cfg.MaxN = 0 // as much of the row as the cluster holds; the rest is read from global memory
-			}
-			if err := cfg.Validate(); err != nil || !gen.FitsCluster(gname, cfg) {
-				continue // a row this long does not fit in clusters of c (the table shows -)
-			}
-			var err error
-			if k, err = b.clusterKernel(gname, cfg); err != nil {
-				return fmt.Errorf("%s, N %d: %w", name, d.n, err)
-			}
-			if b.o.phases && prefix != "floor" {
-				cfg.Instrument = true
-				if ik, err = b.clusterKernel(gname, cfg); err != nil {
-					return fmt.Errorf("%s (instrumented), N %d: %w", name, d.n, err)
-				}
-			}
+		k, ik, err := b.kernelFor(name, d.n, batch)
+		if err != nil {
+			return fmt.Errorf("%s, batch %d, N %d: %w", name, batch, d.n, err)
+		}
+		if k == nil {
+			continue // a floor whose cluster cannot hold the row (the table shows -)
 		}
 		args := b.args(name, k, d, false)
-		for _, cold := range []bool{true, false} {
-			if (cold && !b.o.cold) || (!cold && !b.o.hot) {
+		for _, mode := range []string{"cold", "warm", "graph"} {
+			var samples []time.Duration
+			var err error
+			switch {
+			case mode == "cold" && b.o.cold, mode == "warm" && b.o.hot:
+				samples, err = b.time(k, batch, args, mode == "cold")
+			case mode == "graph" && b.o.graph:
+				samples, err = b.graphTime(k, batch, args)
+			default:
 				continue
 			}
-			samples, err := b.time(k, batch, args, cold)
 			if err != nil {
-				return fmt.Errorf("%s, batch %d, N %d: %w", name, batch, d.n, err)
-			}
-			mode := "warm"
-			if cold {
-				mode = "cold"
+				return fmt.Errorf("%s, batch %d, N %d, %s: %w", name, batch, d.n, mode, err)
 			}
 			t := Timing{Batch: batch, N: d.n, Mode: mode, Kernel: name, Samples: len(samples)}
 			t.MedianUS, t.P10US, t.P90US, t.MinUS = summarize(samples)
@@ -555,6 +571,76 @@ func (b *bencher) measure(d *dataset, batch int) error {
 		}
 	}
 	return nil
+}
+
+// kernelFor is the kernel column name times at rows of n elements in
+// batches of batch, and its instrumented twin (nil without -phases, or
+// for the floor and the radix kernel); k is nil for a floor whose
+// cluster cannot hold the row.
+func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, err error) {
+	prefix, c := clusterOf(name)
+	var gname string
+	switch {
+	case c > 0:
+		gname = clusterKernels[prefix]
+	case name == "auto":
+		gname, c = topk.Choice(b.dev.Info(), batch, n, true)
+	default:
+		return b.kern[name], b.kern[name+"/instrumented"], nil
+	}
+	cfg := b.clusterConfig(prefix, c, n)
+	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
+		return nil, nil, nil
+	}
+	if k, err = b.clusterKernel(gname, cfg); err != nil {
+		return nil, nil, err
+	}
+	if b.o.phases && prefix != "floor" {
+		cfg.Instrument = true
+		if ik, err = b.clusterKernel(gname, cfg); err != nil {
+			return nil, nil, fmt.Errorf("instrumented: %w", err)
+		}
+	}
+	return k, ik, nil
+}
+
+// graphTime captures launches of k into a CUDA graph and replays it,
+// warmup+iters times: each sample is a replay's time between two events
+// divided by its launches. Back to back and warm, without a launch's host
+// overhead and a cold launch's wait: how FlashInfer, vLLM and SGLang
+// publish kernel times.
+func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time.Duration, error) {
+	const perGraph = 20
+	g, err := b.st.Capture(func() error {
+		for range perGraph {
+			if err := k.Launch(b.st, rows*k.Contract.Cluster, args); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	var samples []time.Duration
+	for i := range b.o.warm + b.o.iters {
+		err := errors.Join(b.start.Record(b.st), g.Launch(b.st), b.end.Record(b.st))
+		if err == nil {
+			err = b.end.Synchronize()
+		}
+		if err != nil {
+			return nil, err
+		}
+		el, err := runtime.Elapsed(b.start, b.end)
+		if err != nil {
+			return nil, err
+		}
+		if i >= b.o.warm {
+			samples = append(samples, el/perGraph)
+		}
+	}
+	return samples, nil
 }
 
 // time launches k warmup+iters times and returns the timed launches'

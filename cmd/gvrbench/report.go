@@ -4,12 +4,18 @@ package main
 // JSON. Untagged, so that it is tested without a GPU.
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gvr-go/gvr/topk"
 )
 
 // Report is everything one run measured, as -json and -o write it.
@@ -142,7 +148,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		return
 	}
 	var modes []string
-	for _, m := range []string{"cold", "warm"} {
+	for _, m := range []string{"cold", "warm", "graph"} {
 		if slices.ContainsFunc(r.Timings, func(t Timing) bool { return t.Mode == m }) {
 			modes = append(modes, m)
 		}
@@ -287,4 +293,93 @@ func WriteReplays(w io.Writer, rs []Replay) {
 			r.Source, r.Steps, r.Rows, r.MinN, r.MaxN, 100*r.Alpha, 100*r.OneShot, 100*r.Within2, 100*r.Within3,
 			r.CandMean, r.CandP99, r.StepUS, r.PhaseUS[0], r.PhaseUS[1], r.PhaseUS[2], r.PhaseUS[3], r.Paths[0], r.Paths[1], r.Paths[2])
 	}
+}
+
+// tuning is the kernel choice rep measured (a -tune run): per batch and
+// N, the cluster size of the fastest gvr_topk_cluster column (cgvrC), or 0
+// where gvr_topk was fastest, by cold median.
+func tuning(rep *Report) (*topk.Tuning, error) {
+	t := &topk.Tuning{Device: rep.Device.Name, Command: rep.Command, Date: rep.Start.Format("2006-01-02"),
+		Batches: rep.batches(), Ns: rep.ns()}
+	for _, b := range t.Batches {
+		var cs []int
+		var us []float64
+		for _, n := range t.Ns {
+			best, c := rep.median(b, n, "cold", "gvr"), 0
+			if best <= 0 {
+				return nil, fmt.Errorf("tuning: no gvr timing at batch %d, N %d", b, n)
+			}
+			for _, k := range rep.Kernels {
+				var size int
+				if _, err := fmt.Sscanf(k, "cgvr%d", &size); err != nil {
+					continue
+				}
+				if m := rep.median(b, n, "cold", k); m > 0 && m < best {
+					best, c = m, size
+				}
+			}
+			cs, us = append(cs, c), append(us, math.Round(best*10)/10)
+		}
+		t.Cluster, t.MedianUS = append(t.Cluster, cs), append(t.MedianUS, us)
+	}
+	return t, t.Check()
+}
+
+// writeTuning writes rep's kernel choice to path as JSON.
+func writeTuning(path string, rep *Report) error {
+	t, err := tuning(rep)
+	if err != nil {
+		return err
+	}
+	return writeTuningFile(path, t)
+}
+
+// writeTuningFile writes t to path as JSON.
+func writeTuningFile(path string, t *topk.Tuning) error {
+	var err error
+	// One line per field, and per batch in the tables: a reviewer reads
+	// the choice as a grid, and a new measurement diffs line by line.
+	var w strings.Builder
+	field := func(name string, v any, last bool) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&w, "  %q: %s", name, b)
+		if !last {
+			w.WriteString(",")
+		}
+		w.WriteString("\n")
+		return nil
+	}
+	grid := func(name string, rows int, row func(i int) any, last bool) error {
+		fmt.Fprintf(&w, "  %q: [\n", name)
+		for i := range rows {
+			b, err := json.Marshal(row(i))
+			if err != nil {
+				return err
+			}
+			sep := ","
+			if i == rows-1 {
+				sep = ""
+			}
+			fmt.Fprintf(&w, "    %s%s\n", b, sep)
+		}
+		w.WriteString("  ]")
+		if !last {
+			w.WriteString(",")
+		}
+		w.WriteString("\n")
+		return nil
+	}
+	w.WriteString("{\n")
+	err = errors.Join(field("device", t.Device, false), field("command", t.Command, false), field("date", t.Date, false),
+		field("batches", t.Batches, false), field("ns", t.Ns, false),
+		grid("cluster", len(t.Cluster), func(i int) any { return t.Cluster[i] }, false),
+		grid("median_us", len(t.MedianUS), func(i int) any { return t.MedianUS[i] }, true))
+	if err != nil {
+		return err
+	}
+	w.WriteString("}\n")
+	return os.WriteFile(path, []byte(w.String()), 0o644)
 }

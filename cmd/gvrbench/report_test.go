@@ -1,9 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gvr-go/gvr/topk"
 )
 
 func TestSummarize(t *testing.T) {
@@ -80,5 +86,59 @@ func TestWriteReplays(t *testing.T) {
 	r.WriteTable(&b)
 	if !strings.Contains(b.String(), "1 outputs DIFFER") {
 		t.Errorf("a mismatch is not reported:\n%s", b.String())
+	}
+}
+
+// TestTuning: a -tune run's choice is, per batch and N, the fastest
+// cluster column by cold median, or 0 where gvr_topk was fastest; the file
+// it writes reads back as the same table, one line per batch.
+func TestTuning(t *testing.T) {
+	r := &Report{Command: "gvrbench -tune x", Start: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC),
+		Device: Device{Name: "GPU"}, Kernels: []string{"gvr", "cgvr8", "cgvr16"}}
+	add := func(b, n int, kernel string, us float64) {
+		r.Timings = append(r.Timings, Timing{Batch: b, N: n, Mode: "cold", Kernel: kernel, MedianUS: us},
+			Timing{Batch: b, N: n, Mode: "warm", Kernel: kernel, MedianUS: us / 10}) // warm: ignored
+	}
+	add(1, 8192, "gvr", 12)
+	add(1, 8192, "cgvr8", 14)
+	add(1, 8192, "cgvr16", 15)
+	add(1, 65536, "gvr", 19)
+	add(1, 65536, "cgvr8", 17.4)
+	add(1, 65536, "cgvr16", 17.6)
+	add(64, 8192, "gvr", 13)
+	add(64, 8192, "cgvr8", 48)
+	add(64, 8192, "cgvr16", 100)
+	add(64, 65536, "gvr", 25)
+	add(64, 65536, "cgvr8", 24.96)
+	add(64, 65536, "cgvr16", 0) // not measured
+	tu, err := tuning(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int{{0, 8}, {0, 8}}
+	if fmt.Sprint(tu.Cluster) != fmt.Sprint(want) || fmt.Sprint(tu.MedianUS) != "[[12 17.4] [13 25]]" {
+		t.Errorf("tuning: cluster %v (want %v), medians %v", tu.Cluster, want, tu.MedianUS)
+	}
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := writeTuningFile(path, tu); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back topk.Tuning
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatalf("%v:\n%s", err, raw)
+	}
+	if fmt.Sprint(back) != fmt.Sprint(*tu) {
+		t.Errorf("read back %+v, wrote %+v", back, *tu)
+	}
+	if !strings.Contains(string(raw), "\n    [0,8],\n") {
+		t.Errorf("want one line per batch:\n%s", raw)
+	}
+	r.Timings = r.Timings[2:] // no gvr at batch 1, N 8192
+	if _, err := tuning(r); err == nil {
+		t.Error("tuning without a gvr timing: no error")
 	}
 }
