@@ -1,6 +1,7 @@
 package gen_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -178,5 +179,41 @@ func TestClusterTopK(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClusterTopKSameSearch: gvr_topk_cluster's Phase 1 is gvr_topk's and
+// its Phase 2 counts the same row by slices, so the search is the same:
+// per row the same valid predicted indices, Phase 2 passes, candidates and
+// path, with rows that fit the cluster and rows past MaxN.
+func TestClusterTopKSameSearch(t *testing.T) {
+	single := cfgK16
+	single.Instrument = true
+	r := rand.New(rand.NewPCG(5, 6))
+	cs := rows(r, single.K, single.MaxCandidates, 700)
+	p1, k1 := load(t, "gvr_topk", single)
+	for _, tc := range []struct{ C, maxN int }{{2, 1024}, {4, 1024}, {4, 256}} {
+		cfg := single
+		cfg.Cluster, cfg.MaxN = tc.C, tc.maxN
+		pc, kc := load(t, "gvr_topk_cluster", cfg)
+		for _, mode := range []string{"perfect", "partial", "random", "garbage"} {
+			predict(r, cs, mode, cfg.K)
+			_, _, want := launchStats(t, p1, k1, cs, false)
+			_, _, got := launchSeed(t, pc, kc, cs, true, 1)
+			for row := range cs {
+				for _, f := range []struct {
+					name string
+					off  int
+				}{{"valid predicted", gen.StatsValidPred}, {"Phase 2 passes", gen.StatsPhase2Passes},
+					{"candidates", gen.StatsCandidates}, {"path", gen.StatsPath}} {
+					w := binary.LittleEndian.Uint32(want[row][f.off:])
+					g := binary.LittleEndian.Uint32(got[row][f.off:])
+					if w != g {
+						t.Errorf("C=%d MaxN=%d pred=%s row %d (%s, n=%d): %s %d, gvr_topk %d",
+							tc.C, tc.maxN, mode, row, cs[row].name, len(cs[row].x), f.name, g, w)
+					}
+				}
+			}
+		}
 	}
 }
