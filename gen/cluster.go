@@ -82,10 +82,11 @@ type slice struct {
 // (r+1)*chunk), chunk = ceil(rowLen/C) rounded up to 4. The 16-byte-aligned
 // middle of the slice comes by one bulk copy completing on the mbarrier;
 // the 0-3 elements before it and after it by plain loads, meanwhile. It
-// ends with the slice in shared memory and every thread past a CTA
-// barrier. before runs once the mbarrier is initialised and before the
-// cluster barrier that makes it visible (a kernel puts its own shared
-// setup there, such as clearing what other CTAs will add into).
+// ends with the slice in shared memory and every thread past a cluster
+// and a CTA barrier. before runs once the copy has started, before the
+// cluster barrier that makes what it sets up visible to the other CTAs (a
+// kernel puts its own shared setup there, such as clearing what other
+// CTAs will add into).
 func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
 	s := c.startSlice(sh, clusterSize, row, rowLen, before)
 	c.awaitSlice(sh)
@@ -142,20 +143,14 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	e.MulWide(s.over, s.held, ptx.Imm(4))
 	e.Add(s.over, s.over, g)
 
+	// Thread 0 initialises the mbarrier and starts the copy at once: the
+	// copy is its own CTA's, on its own mbarrier, so the init needs only
+	// its fence, not a cluster barrier first (which would cost the copy a
+	// cluster round trip).
 	bar := ptx.At(c.smem.base, int64(sh.bar.off))
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		e.MbarrierInit(ptx.SpaceShared, bar, ptx.Imm(1))
-	})
-	if before != nil {
-		before(s)
-	}
-	// The initialised mbarrier must be visible to the bulk copy (the async
-	// proxy) and to the cluster before anyone uses it.
-	e.FenceMbarrierInit()
-	e.BarrierClusterArrive(ptx.SemRelease)
-	e.BarrierClusterWait(ptx.SemAcquire)
-
-	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.FenceMbarrierInit()
 		state := c.u64()
 		e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, state, bar, vecBytes)
 		e.If(c.setp(ptx.GT, vecBytes, ptx.Imm(0)), func() {
@@ -167,6 +162,15 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 			e.CpAsyncBulk(ptx.At(dst, 0), ptx.At(src, 0), vecBytes, bar)
 		})
 	})
+	if before != nil {
+		before(s)
+	}
+	// The other threads wait on the mbarrier (awaitSlice) only past this
+	// barrier. The cluster's CTAs arrive now and wait in awaitSlice, long
+	// after: the other CTAs' shared memory (and what before set up there)
+	// is touched only past that wait.
+	c.sync()
+	e.BarrierClusterArrive(ptx.SemRelease)
 	// Meanwhile the head and the tail, one element per thread.
 	tail0 := c.u32()
 	e.Shr(tail0, vecBytes, ptx.Imm(2))
@@ -193,9 +197,12 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 }
 
 // awaitSlice waits for the slice startSlice began: the bulk copy's
-// mbarrier, then a CTA barrier for the head and tail other threads stored.
+// mbarrier, the cluster barrier startSlice arrived at (past it, every CTA
+// of the cluster has set up its shared memory), and a CTA barrier for the
+// head and tail other threads stored.
 func (c *cta) awaitSlice(sh clusterShared) {
 	c.e.MbarrierWait(ptx.SpaceShared, ptx.ScopeDefault, ptx.At(c.smem.base, int64(sh.bar.off)), ptx.Imm(0))
+	c.e.BarrierClusterWait(ptx.SemAcquire) // startSlice arrived
 	c.sync()
 }
 
