@@ -36,6 +36,12 @@
 //	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU)
 //	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector
 //	gvrbench -trace x.npy             replay a saved decode trace (topk.LoadTrace)
+//	gvrbench -ablation                the paper's ablation (no, random, static, previous-step
+//	                                  predictions at low and high alpha) beside its figures
+//	gvrbench -charts dir              also draw the results (SVG, PNG: latency against N,
+//	                                  phases, replay passes)
+//	gvrbench -from r.json -charts dir print and draw a saved report (-o); needs no GPU,
+//	                                  nor the cuda tag
 //
 // Warm medians are slower than cold ones at small N (12.5 us cold, 15.3
 // warm at 8K on an H100), which is how they are taken rather than the

@@ -58,6 +58,7 @@ type options struct {
 	replay         []string
 	trace          string
 	steps, replayN int
+	ablation       bool // -ablation: the paper's ablation instead of the table
 }
 
 // clusterOf splits a cluster kernel's column name (cgvr16) into its
@@ -91,7 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
 	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
-	fs.IntVar(&o.replayN, "replay-n", 70690, "-replay: the row's length at the first step (it grows by one a step)")
+	fs.IntVar(&o.replayN, "replay-n", 70690, "-replay, -ablation: the row's length at the first step (it grows by one a step)")
+	fs.BoolVar(&o.ablation, "ablation", false, "instead of the table, the paper's ablation: gvr_topk and the Selector's kernel with no prediction, a random one, the static prior and the previous step's at low and high alpha, on calibrated trajectories (-replay-n, -steps), beside the paper's figures")
 	fs.IntVar(&o.k, "k", 2048, "K")
 	fs.IntVar(&o.iters, "iters", 50, "timed launches per median")
 	fs.IntVar(&o.warm, "warmup", 5, "untimed launches before them")
@@ -104,6 +106,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.values, "values", false, "also write the selected values")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON on stdout instead of the table")
 	fs.StringVar(&o.out, "o", "", "also write the JSON report to `file`")
+	charts := fs.String("charts", "", "also write charts (SVG and PNG) into `dir`: latency against N, phases, replay passes")
+	from := fs.String("from", "", "print the report saved in `file` (-o) instead of measuring, and with -charts draw it; needs no GPU")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "gvrbench times gvr's Top-K kernels on the GVR paper's synthetic workload.\n\nUsage: gvrbench [flags]\n\nKernels:\n")
 		for _, k := range []string{"gvr", "feedback", "fallback", "radix", "floor", "cgvr", "cfallback", "auto"} {
@@ -121,6 +125,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fail := func(status int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "gvrbench: "+format+"\n", a...)
 		return status
+	}
+	if *from != "" {
+		if err := fromReport(*from, *charts, stdout); err != nil {
+			return fail(1, "%v", err)
+		}
+		return 0
 	}
 	var err error
 	if o.batches, err = parseInts(*batches); err != nil {
@@ -189,6 +199,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(1, "%v", err)
 	}
 	rep.Command = strings.Join(append([]string{"gvrbench"}, args...), " ")
+	if *charts != "" {
+		if _, err := writeCharts(*charts, rep); err != nil {
+			return fail(1, "%v", err)
+		}
+	}
 	if o.tune != "" {
 		if err := writeTuning(o.tune, rep); err != nil {
 			return fail(1, "%v", err)
@@ -269,6 +284,10 @@ func bench(o options, progress io.Writer) (*Report, error) {
 	fmt.Fprintf(progress, "first use: %s\n", b.rep.FirstUse)
 	if len(o.replay) > 0 || o.trace != "" {
 		return b.replays(progress)
+	}
+	if o.ablation {
+		b.rep.Workload = "calibrated decode trajectories (topk.Profiles), one row, each step cold (see the ablation table)"
+		return b.rep, b.ablation()
 	}
 	if err := b.load(); err != nil {
 		return nil, err

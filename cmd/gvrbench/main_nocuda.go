@@ -3,12 +3,27 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 )
 
+// Without CUDA, gvrbench only draws saved reports: gvrbench -from
+// report.json [-charts dir].
 func main() {
-	fmt.Fprintln(os.Stderr, "gvrbench: built without CUDA support. Build it with the cuda tag on a machine with CUDA 11.x/12.x driver headers:\n"+
+	fs := flag.NewFlagSet("gvrbench", flag.ExitOnError)
+	from := fs.String("from", "", "print the report saved in `file` (gvrbench -o) and, with -charts, draw it")
+	charts := fs.String("charts", "", "write charts (SVG and PNG) into `dir`")
+	fs.Parse(os.Args[1:])
+	if *from != "" {
+		if err := fromReport(*from, *charts, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "gvrbench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	fmt.Fprintln(os.Stderr, "gvrbench: built without CUDA support, so it only draws saved reports (-from report.json -charts dir).\n"+
+		"To measure, build it with the cuda tag on a machine with CUDA 11.x/12.x driver headers:\n"+
 		"  make gpu-test   (writes gpubin/gvrbench, to run on a GPU machine)\n"+
 		"  make bench      (builds and runs it here, on a GPU machine)")
 	os.Exit(2)

@@ -35,6 +35,8 @@ type Report struct {
 	Timings  []Timing  `json:"timings"`
 	Phases   []Phases  `json:"phases,omitempty"`
 	Replays  []Replay  `json:"replays,omitempty"`
+	// Ablations: the paper's ablation on calibrated trajectories (-ablation).
+	Ablations []Ablation `json:"ablations,omitempty"`
 	// Mismatches lists outputs that differed from the CPU reference; a
 	// run with any exits with status 1.
 	Mismatches []string `json:"mismatches"`
@@ -144,6 +146,7 @@ func (r *Report) WriteTable(w io.Writer) {
 
 	if len(r.Timings) == 0 {
 		WriteReplays(w, r.Replays)
+		WriteAblations(w, r.Ablations)
 		r.writeMismatches(w)
 		return
 	}
@@ -219,6 +222,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 	}
 	WriteReplays(w, r.Replays)
+	WriteAblations(w, r.Ablations)
 	r.writeMismatches(w)
 }
 
@@ -382,4 +386,63 @@ func writeTuningFile(path string, t *topk.Tuning) error {
 	}
 	w.WriteString("}\n")
 	return os.WriteFile(path, []byte(w.String()), 0o644)
+}
+
+// Ablation is one prediction mode of -ablation on one kernel: the median
+// cold time over the trajectory's steps, the measured overlap of the
+// prediction with the step's Top-K, and the instrumented means.
+type Ablation struct {
+	Prediction string     `json:"prediction"`
+	Profile    string     `json:"profile"`  // the calibrated trajectory (topk.Profiles)
+	PaperUS    float64    `json:"paper_us"` // the paper's figure (B200, real decoding), 0 if none
+	Kernel     string     `json:"kernel"`
+	Cluster    int        `json:"cluster,omitempty"`
+	Alpha      float64    `json:"alpha"` // overlap of the prediction with the step's Top-K
+	MedianUS   float64    `json:"median_us"`
+	Passes     float64    `json:"phase2_passes"`
+	Candidates float64    `json:"candidates"`
+	PhaseUS    [4]float64 `json:"phase_us"`
+}
+
+// The paper's phase breakdown of its kernel on layer 0 (real decoding,
+// B200, us): 34.3 in all.
+var paperLayer0Phases = [4]float64{3.9, 15.7, 5.9, 8.8}
+
+// WriteAblations prints the ablation table, the paper's figures beside
+// ours, and the layer 0 phase table beside the paper's.
+func WriteAblations(w io.Writer, as []Ablation) {
+	if len(as) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nablation (one row growing from N by one a step, each step cold; paper: real DeepSeek-V3.2 decoding, N ~ 70690, B200):\n")
+	fmt.Fprintf(w, "%-24s %-24s %-8s %7s %9s %8s %7s %7s  %s\n", "kernel", "prediction", "profile", "alpha", "paper us", "ours us", "passes", "cands", "phase us 1/2/3/4")
+	for _, a := range as {
+		kern := a.Kernel
+		if a.Cluster > 0 {
+			kern = fmt.Sprintf("%s C=%d", a.Kernel, a.Cluster)
+		}
+		alpha, paper := "-", "-"
+		if a.Prediction != "none (fallback)" {
+			alpha = fmt.Sprintf("%.1f%%", 100*a.Alpha)
+		}
+		if a.PaperUS > 0 {
+			paper = fmt.Sprintf("%.1f", a.PaperUS)
+		}
+		fmt.Fprintf(w, "%-24s %-24s %-8s %7s %9s %8.1f %7.2f %7.0f  %.1f / %.1f / %.1f / %.1f\n", kern, a.Prediction, a.Profile, alpha, paper,
+			a.MedianUS, a.Passes, a.Candidates, a.PhaseUS[0], a.PhaseUS[1], a.PhaseUS[2], a.PhaseUS[3])
+	}
+	fmt.Fprintf(w, "\nphases on layer 0, previous-step prediction (us): %-28s %6s %6s %6s %6s %6s\n", "", "1", "2", "3", "4", "sum")
+	fmt.Fprintf(w, "%-77s %6.1f %6.1f %6.1f %6.1f %6.1f\n", "  the paper's kernel (B200, real decoding)", paperLayer0Phases[0], paperLayer0Phases[1],
+		paperLayer0Phases[2], paperLayer0Phases[3], paperLayer0Phases[0]+paperLayer0Phases[1]+paperLayer0Phases[2]+paperLayer0Phases[3])
+	for _, a := range as {
+		if a.Prediction != "previous, low alpha" {
+			continue
+		}
+		kern := a.Kernel
+		if a.Cluster > 0 {
+			kern = fmt.Sprintf("%s C=%d", a.Kernel, a.Cluster)
+		}
+		p := a.PhaseUS
+		fmt.Fprintf(w, "%-77s %6.1f %6.1f %6.1f %6.1f %6.1f\n", "  "+kern+" (calibrated layer 0)", p[0], p[1], p[2], p[3], p[0]+p[1]+p[2]+p[3])
+	}
 }

@@ -142,3 +142,37 @@ func TestTuning(t *testing.T) {
 		t.Error("tuning without a gvr timing: no error")
 	}
 }
+
+// TestCharts: a report with timings in three modes, phases and replays
+// draws its latency, phase and replay charts, each as SVG and PNG.
+func TestCharts(t *testing.T) {
+	r := &Report{Device: Device{Name: "GPU"}, K: 2048, Kernels: []string{"gvr", "auto"},
+		Replays: []Replay{{Source: "profile middle", OneShot: 0.9, Within2: 1, Within3: 1}}}
+	for _, n := range []int{8192, 65536, 262144} {
+		for _, mode := range []string{"cold", "warm", "graph"} {
+			for _, k := range r.Kernels {
+				r.Timings = append(r.Timings, Timing{Batch: 1, N: n, Mode: mode, Kernel: k, MedianUS: float64(n) / 1e4})
+			}
+		}
+		r.Phases = append(r.Phases, Phases{Batch: 1, N: n, Kernel: "gvr", PhaseUS: [4]float64{4, 3, 2, 1}})
+	}
+	dir := t.TempDir()
+	names, err := writeCharts(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"latency_batch1", "phases_gvr_batch1", "replay_phase2_passes"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("charts %v, want %v", names, want)
+	}
+	for _, name := range want {
+		svg, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+		if err != nil || !strings.Contains(string(svg), "<svg") {
+			t.Errorf("%s.svg: %v, %d bytes", name, err, len(svg))
+		}
+		png, err := os.ReadFile(filepath.Join(dir, name+".png"))
+		if err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+			t.Errorf("%s.png: %v, %d bytes", name, err, len(png))
+		}
+	}
+}

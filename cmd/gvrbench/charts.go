@@ -1,0 +1,226 @@
+package main
+
+// Charts of a report (gonum.org/v1/plot), SVG and PNG: latency against N
+// per kernel and timing mode, the phase breakdown as stacked bars, and
+// the replays' Phase 2 passes. Untagged: a saved report renders without a
+// GPU (gvrbench -from report.json -charts DIR).
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// writeCharts writes r's charts into dir, each as .svg and .png, and
+// returns the files' base names.
+func writeCharts(dir string, r *Report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var names []string
+	save := func(p *plot.Plot, name string, w, h vg.Length) error {
+		for _, ext := range []string{".svg", ".png"} {
+			if err := p.Save(w, h, filepath.Join(dir, name+ext)); err != nil {
+				return fmt.Errorf("chart %s: %w", name, err)
+			}
+		}
+		names = append(names, name)
+		return nil
+	}
+	for _, b := range r.batches() {
+		if p := latencyChart(r, b); p != nil {
+			if err := save(p, fmt.Sprintf("latency_batch%d", b), 18*vg.Centimeter, 12*vg.Centimeter); err != nil {
+				return names, err
+			}
+		}
+		for _, k := range r.Kernels {
+			if p := phaseChart(r, b, k); p != nil {
+				if err := save(p, fmt.Sprintf("phases_%s_batch%d", k, b), 16*vg.Centimeter, 10*vg.Centimeter); err != nil {
+					return names, err
+				}
+			}
+		}
+	}
+	if p := passesChart(r.Replays); p != nil {
+		if err := save(p, "replay_phase2_passes", 16*vg.Centimeter, 10*vg.Centimeter); err != nil {
+			return names, err
+		}
+	}
+	return names, nil
+}
+
+// latencyChart: median us against N (log scale) for batch b, a line per
+// kernel and timing mode (cold solid, warm dashed, graph dotted); nil
+// without timings.
+func latencyChart(r *Report, b int) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s, K = %d, batch %d: median latency", r.Device.Name, r.K, b)
+	p.X.Label.Text = "row length N"
+	p.Y.Label.Text = "us"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = nTicks{r.ns()}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	dashes := map[string][]vg.Length{"cold": nil, "warm": {vg.Points(6), vg.Points(3)}, "graph": {vg.Points(1.5), vg.Points(2)}}
+	lines := 0
+	for ki, k := range r.Kernels {
+		for _, mode := range []string{"cold", "warm", "graph"} {
+			var pts plotter.XYs
+			for _, n := range r.ns() {
+				if v := r.median(b, n, mode, k); v > 0 {
+					pts = append(pts, plotter.XY{X: float64(n), Y: v})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				continue
+			}
+			c := plotutil.Color(ki)
+			l.Color, s.Color = c, c
+			l.Dashes = dashes[mode]
+			s.Shape = plotutil.Shape(ki)
+			p.Add(l, s)
+			p.Legend.Add(k+" "+mode, l, s)
+			lines++
+		}
+	}
+	if lines == 0 {
+		return nil
+	}
+	p.Y.Min = 0
+	return p
+}
+
+// nTicks labels the log-scaled N axis at the measured lengths.
+type nTicks struct{ ns []int }
+
+func (t nTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, n := range t.ns {
+		label := strconv.Itoa(n)
+		if n%1024 == 0 {
+			label = fmt.Sprintf("%dK", n/1024)
+		}
+		ts = append(ts, plot.Tick{Value: float64(n), Label: label})
+	}
+	return ts
+}
+
+// phaseChart: kernel k's mean phase times at batch b as stacked bars per
+// N; nil without phases.
+func phaseChart(r *Report, b int, k string) *plot.Plot {
+	var ph []Phases
+	for _, p := range r.Phases {
+		if p.Batch == b && p.Kernel == k {
+			ph = append(ph, p)
+		}
+	}
+	if len(ph) == 0 {
+		return nil
+	}
+	slices.SortFunc(ph, func(x, y Phases) int { return x.N - y.N })
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s, batch %d: phases (instrumented, cold, mean per row)", k, b)
+	p.Y.Label.Text = "us"
+	p.Legend.Top = true
+	p.Legend.Left = true
+	var below *plotter.BarChart
+	names := make([]string, len(ph))
+	for i, x := range ph {
+		names[i] = strconv.Itoa(x.N)
+	}
+	for j, label := range []string{"Phase 1", "Phase 2", "Phase 3", "Phase 4"} {
+		vals := make(plotter.Values, len(ph))
+		for i, x := range ph {
+			vals[i] = x.PhaseUS[j]
+		}
+		bars, err := plotter.NewBarChart(vals, vg.Points(22))
+		if err != nil {
+			return nil
+		}
+		bars.Color = plotutil.Color(j)
+		bars.LineStyle.Width = 0
+		if below != nil {
+			bars.StackOn(below)
+		}
+		below = bars
+		p.Add(bars)
+		p.Legend.Add(label, bars)
+	}
+	p.NominalX(names...)
+	p.X.Label.Text = "row length N"
+	return p
+}
+
+// passesChart: per replay source, the share of predicted steps whose
+// Phase 2 took 1, 2, 3 and more counting passes; nil without replays.
+func passesChart(rs []Replay) *plot.Plot {
+	if len(rs) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "replays: Phase 2 counting passes per predicted step"
+	p.Y.Label.Text = "share of steps"
+	p.Y.Max = 1
+	p.Legend.Top = true
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Source
+	}
+	shares := func(r Replay) [4]float64 {
+		return [4]float64{r.OneShot, r.Within2 - r.OneShot, r.Within3 - r.Within2, 1 - r.Within3}
+	}
+	w := vg.Points(12)
+	for j, label := range []string{"1 pass", "2", "3", "more"} {
+		vals := make(plotter.Values, len(rs))
+		for i, r := range rs {
+			vals[i] = shares(r)[j]
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil
+		}
+		bars.Color = plotutil.Color(j)
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(j-2)*w + w/2
+		p.Add(bars)
+		p.Legend.Add(label, bars)
+	}
+	p.NominalX(names...)
+	return p
+}
+
+// fromReport prints the report saved in path and, with charts set, writes
+// its charts there.
+func fromReport(path, charts string, stdout io.Writer) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	r := new(Report)
+	if err := json.Unmarshal(raw, r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	r.WriteTable(stdout)
+	if charts == "" {
+		return nil
+	}
+	names, err := writeCharts(charts, r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "charts in %s: %v (.svg, .png)\n", charts, names)
+	return nil
+}
