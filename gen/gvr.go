@@ -870,26 +870,21 @@ func (s *search) next(done ptx.Label) {
 // buffer. Each thread's count from Phase 2's last pass gives, by a block
 // prefix sum, where its candidates go: no ballots, no atomics, no second
 // counting pass, and the same order every run. In a cluster kernel the
-// buffer is the leader's, and a CTA's candidates go after those of the
-// CTAs of lower rank (v.below), through distributed shared memory.
+// buffer that counts is the leader's: each CTA collects into its own, then
+// copies them there after the candidates of the CTAs of lower rank
+// (v.below), a warp's stores to consecutive words, as distributed shared
+// memory takes them best (one thread's scattered run of remote stores
+// each measured slower).
 func (t *topk) phase3Collect(v verdict) {
 	e := t.e
 	e.Comment("Phase 3: ballot-free candidate collection")
-	pos, _ := t.blockExclusiveScan(v.mine, t.sel.scratch)
+	pos, ours := t.blockExclusiveScan(v.mine, t.sel.scratch)
 	e.Mov(t.ncand, v.total)
-	sp := ptx.SpaceShared
-	if t.part != nil {
-		e.Add(pos, pos, v.below)
-		sp = ptx.SpaceSharedCluster
-	}
 	// One shared address walks this thread's slots: the index slot is at a
 	// fixed distance from the value slot.
 	a := t.u32()
 	e.Mad(a, pos, ptx.Imm(4), t.smem.base)
 	e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
-	if t.part != nil {
-		e.Mapa(ptx.SpaceSharedCluster, a, a, ptx.Imm(0))
-	}
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
 	t.walkMine(func(x ptx.Reg, idx func() ptx.Reg) {
 		// Predicated, not branched: the pass streams like a counting pass.
@@ -897,15 +892,30 @@ func (t *topk) phase3Collect(v verdict) {
 		// H200 than these two.)
 		p := t.setp(ptx.GEU, x, v.thr)
 		e.Guarded(p, func() {
-			e.St(sp, ptx.F32, ptx.At(a, 0), x)
-			e.St(sp, ptx.U32, ptx.At(a, toIdx), idx())
+			e.St(ptx.SpaceShared, ptx.F32, ptx.At(a, 0), x)
+			e.St(ptx.SpaceShared, ptx.U32, ptx.At(a, toIdx), idx())
 			e.Add(a, a, ptx.Imm(4))
 		})
 	})
+	t.sync()
 	if t.part == nil {
-		t.sync()
 		return
 	}
+	// The leader's own are in place (v.below is 0 there); the others' go
+	// to [below, below+ours) of the leader's buffer.
+	e.If(t.part.leader.Not(), func() {
+		j := t.u32()
+		e.For(j, t.tid, ours, ptx.Imm(int64(t.threads)), func() {
+			b, i := t.loadCand(j)
+			d := t.u32()
+			e.Add(d, j, v.below)
+			e.Mad(d, d, ptx.Imm(4), t.smem.base)
+			e.Add(d, d, ptx.Imm(int64(t.cand.bits.off)))
+			e.Mapa(ptx.SpaceSharedCluster, d, d, ptx.Imm(0))
+			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(d, 0), b)
+			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(d, toIdx), i)
+		})
+	})
 	// Every CTA's candidates are in the leader's buffer before it reads them.
 	e.BarrierClusterArrive(ptx.SemRelease)
 	e.BarrierClusterWait(ptx.SemAcquire)
