@@ -75,6 +75,7 @@ type topk struct {
 	// which walks the whole row in global memory).
 	part *clusterPart
 
+	count  ptx.Reg    // u64 address of this row's out_count slot, 0 if none
 	stats  ptx.Reg    // u64 address of this row's stats record (Instrument)
 	stamps [5]ptx.Reg // u64 %clock64 at the phase boundaries (Instrument)
 	iters  ptx.Reg    // u32 Phase 2 passes
@@ -139,6 +140,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	pScores := pointerParam(e, "scores", 4)
 	pStride := e.Param("row_stride", ptx.U64)
 	pLengths := pointerParam(e, "lengths", 4)
+	pNextN := e.Param("next_n", ptx.U64)
 	var pp predParams
 	if withPred {
 		pp.pred = pointerParam(e, "pred", 4)
@@ -146,7 +148,8 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		pp.count = e.Param("pred_count", ptx.U64)
 	}
 	pIdx := pointerParam(e, "out_idx", 4)
-	pVals := pointerParam(e, "out_vals", 4) // null: no values
+	pVals := pointerParam(e, "out_vals", 4)   // null: no values
+	pCount := pointerParam(e, "out_count", 4) // null: no counts
 	var pStats *ptx.Param
 	if cfg.Instrument {
 		pStats = pointerParam(e, "stats", 8) // u64 stamps
@@ -169,15 +172,38 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	stride := e.LdParam(pStride)
 	t.row = t.rowAddr(scores, stride, r)
 
-	// n = clamp(lengths[r], 0, row_stride): a bad length never reads
-	// outside the row.
+	// n = clamp(length, 0, row_stride): a bad length never reads outside
+	// the row. The length is lengths[r]; or, with next_n > 1 (speculative
+	// decoding: next_n rows per sequence, lengths holding the sequences'),
+	// row r's is lengths[r/next_n] - next_n + 1 + r%next_n, the causal
+	// length of the r%next_n-th new token.
 	lengths := t.global(pLengths)
 	n := t.s32()
-	e.Ld(ptx.SpaceGlobal, n, t.elemAddr(lengths, r, 4))
+	nextN := t.u32()
+	e.Cvt(nextN, e.LdParam(pNextN))
+	e.IfElse(t.setp(ptx.GT, nextN, ptx.Imm(1)), func() {
+		seq, q := t.u32(), t.u32()
+		e.Div(seq, r, nextN)
+		e.Rem(q, r, nextN)
+		e.Ld(ptx.SpaceGlobal, n, t.elemAddr(lengths, seq, 4))
+		e.Sub(n, n, nextN)
+		e.Add(n, n, ptx.Imm(1))
+		e.Add(n, n, q)
+	}, func() {
+		e.Ld(ptx.SpaceGlobal, n, t.elemAddr(lengths, r, 4))
+	})
 	e.Max(n, n, ptx.Imm(0))
 	t.n = t.u32()
 	e.Cvt(t.n, stride)
 	e.Min(t.n, t.n, n)
+	t.count = t.u64()
+	e.Mov(t.count, ptx.Imm(0))
+	count := e.LdParam(pCount)
+	e.If(t.setp(ptx.NE, count, ptx.Imm(0)), func() {
+		g := t.u64()
+		e.CvtaToGlobal(g, count)
+		e.Mov(t.count, t.elemAddr(g, r, 4).Base)
+	})
 
 	// Output row r: K slots of indices and, if out_vals is not null, values.
 	rk := t.u32()
@@ -299,24 +325,24 @@ func (t *topk) copyShortRow() {
 	})
 }
 
-// genGVR: gvr_topk(scores, row_stride, lengths, pred, pred_stride,
-// pred_count, out_idx, out_vals[, stats]).
+// genGVR: gvr_topk(scores, row_stride, lengths, next_n, pred,
+// pred_stride, pred_count, out_idx, out_vals, out_count[, stats]).
 func genGVR(cfg Config) (*Kernel, error) {
 	t, m, pp := newTopK("gvr_topk", cfg, true, true, false)
 	t.body(func() guess { return t.phase1PreIndexStats(pp) })
 	return finish("gvr_topk", cfg, m, t.cta)
 }
 
-// genFallback: topk_fallback(scores, row_stride, lengths, out_idx,
-// out_vals[, stats]).
+// genFallback: topk_fallback(scores, row_stride, lengths, next_n,
+// out_idx, out_vals, out_count[, stats]).
 func genFallback(cfg Config) (*Kernel, error) {
 	t, m, _ := newTopK("topk_fallback", cfg, false, true, false)
 	t.body(t.phase1SampleStats)
 	return finish("topk_fallback", cfg, m, t.cta)
 }
 
-// genRadix: topk_radix(scores, row_stride, lengths, out_idx, out_vals[,
-// stats]).
+// genRadix: topk_radix(scores, row_stride, lengths, next_n, out_idx,
+// out_vals, out_count[, stats]).
 func genRadix(cfg Config) (*Kernel, error) {
 	t, m, _ := newTopK("topk_radix", cfg, false, false, false)
 	t.smallRow = true
@@ -395,12 +421,21 @@ func (t *topk) rowTotals(vals []ptx.Reg) (tot, below []ptx.Reg) {
 	return t.part.exchange(t.cta, tot)
 }
 
-// finish sorts the selection into rank order (Sorted only), then records
+// finish sorts the selection into rank order (Sorted only), writes the
+// number of valid outputs, min(K, n), if out_count is given, then records
 // the last phase boundary and the stats.
 func (t *topk) finish() {
+	e := t.e
 	if t.cfg.Sorted {
 		t.sortStaged(t.stage, t.out, t.cfg.K)
 	}
+	first := t.setp(ptx.EQ, t.tid, ptx.Imm(0))
+	e.AndPred(first, first, t.setp(ptx.NE, t.count, ptx.Imm(0)))
+	e.If(first, func() {
+		valid := t.u32()
+		e.Min(valid, t.n, t.k)
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.count, 0), valid)
+	})
 	t.stamp(4)
 	t.writeStats()
 }

@@ -200,7 +200,7 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))
 	args := k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).Set("lengths", lengths).
-		Set("out_idx", outIdx).Set("out_vals", outVals)
+		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0)
 	if k.Launch.Param("pred") != nil {
 		pcount := uint64(pstride)
 		if len(cs) > 0 && cs[0].pred == nil {
@@ -421,7 +421,7 @@ func TestGVRTakesItsPath(t *testing.T) {
 	stats := mem.Alloc(len(cs)*gen.StatsBytes, 0)
 	args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", uint64(stride)).Set("lengths", mem.AllocI32s(lens)).
 		Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(pstride)).Set("pred_count", uint64(cfg.K)).
-		Set("out_idx", outIdx).Set("out_vals", outVals).Set("stats", stats)
+		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0).Set("stats", stats)
 	if _, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs)}, Args: args}); err != nil {
 		t.Fatal(err)
 	}
@@ -580,4 +580,79 @@ func radixPasses(x []float32, k, D, db int, small bool) uint32 {
 		return uint32(2 * D)
 	}
 	return uint32(D)
+}
+
+// TestNextNAndCounts: with next_n > 1 the lengths are the sequences', and
+// row r selects among the first lengths[r/next_n] - next_n + 1 + r%next_n
+// elements of its row (clamped to [0, row_stride]); out_count gets
+// min(K, n) per row. Every Top-K kernel, a cluster one included, exact on
+// every row, and nothing past a row's own length chosen.
+func TestNextNAndCounts(t *testing.T) {
+	const nextN, stride = 3, 301
+	seqLens := []int32{stride, 200, 17, 1, 0, 40, 2, 100}
+	rows := len(seqLens) * nextN
+	r := rand.New(rand.NewPCG(21, 22))
+	cfg := cfgK16
+	host := make([]float32, rows*stride)
+	want := make([]int, rows)
+	xs := make([][]float32, rows)
+	for row := range rows {
+		n := int(seqLens[row/nextN]) - nextN + 1 + row%nextN
+		n = max(0, min(n, stride))
+		want[row] = n
+		x := normal(r, stride)
+		for j := range x {
+			x[j] = bf16(x[j]) // ties
+		}
+		copy(host[row*stride:], x)
+		for j := n; j < stride; j++ {
+			host[row*stride+j] = 1e30 // past the row's length: never chosen
+		}
+		xs[row] = host[row*stride : row*stride+n]
+	}
+	clusterCfg := cfg
+	clusterCfg.Cluster, clusterCfg.MaxN = 2, 128
+	for _, kc := range []struct {
+		name string
+		cfg  gen.Config
+	}{{"gvr_topk", cfg}, {"topk_fallback", cfg}, {"topk_radix", cfg}, {"gvr_topk_cluster", clusterCfg}, {"topk_fallback_cluster", clusterCfg}} {
+		p, k := load(t, kc.name, kc.cfg)
+		mem := emu.NewMemory()
+		K := cfg.K
+		outIdx, outVals := mem.AllocI32s(make([]int32, rows*K)), mem.AllocF32s(make([]float32, rows*K))
+		counts := mem.AllocI32s(make([]int32, rows))
+		args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
+			Set("lengths", mem.AllocI32s(seqLens)).Set("next_n", nextN).
+			Set("out_idx", outIdx).Set("out_vals", outVals).Set("out_count", counts)
+		if k.Launch.Param("pred") != nil {
+			pred := make([]int32, rows*K)
+			for i := range pred {
+				pred[i] = int32(r.IntN(stride)) // garbage past short rows too
+			}
+			args.Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(K)).Set("pred_count", uint64(K))
+		}
+		if _, err := p.Run(mem, emu.Launch{Grid: [3]int{rows * k.Launch.Cluster}, Args: args, RaceCheck: true}); err != nil {
+			t.Fatalf("%s: %v", kc.name, err)
+		}
+		idx, err := mem.ReadI32s(outIdx, rows*K)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, err := mem.ReadF32s(outVals, rows*K)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := mem.ReadI32s(counts, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for row := range rows {
+			if err := topk.Check(xs[row], K, false, idx[row*K:(row+1)*K], vals[row*K:(row+1)*K]); err != nil {
+				t.Errorf("%s: row %d (sequence length %d, n = %d): %v", kc.name, row, seqLens[row/nextN], want[row], err)
+			}
+			if int(got[row]) != min(K, want[row]) {
+				t.Errorf("%s: row %d: out_count %d, want min(K, %d)", kc.name, row, got[row], want[row])
+			}
+		}
+	}
 }

@@ -29,6 +29,10 @@ type Config struct {
 	// costs a sort of K elements per row (about 11.6 us for K = 2048 on an
 	// H200, on top of the selection).
 	Sorted bool
+	// Counts makes Select write each row's number of valid outputs,
+	// min(K, n), into Result.Counts (what a sparse-attention kernel reads
+	// to know how many indices to gather).
+	Counts bool
 	// Instrument uses the instrumented kernels and keeps a Stats record
 	// per row (costs a little time).
 	Instrument bool
@@ -102,8 +106,15 @@ type Batch struct {
 	Scores        *runtime.Buffer // float32 [Rows, Stride]; may be a View at any 4-byte offset
 	Stride        int             // elements from one row's start to the next; at least K
 	Rows          int             // 0 to MaxRows
-	Lengths       []int32         // host: Rows lengths, each in [0, Stride]
-	DeviceLengths *runtime.Buffer // device: int32 [Rows]
+	Lengths       []int32         // host: Rows lengths (Rows/NextN with NextN), each in [0, Stride]
+	DeviceLengths *runtime.Buffer // device: int32 [Rows] (or [Rows/NextN] with NextN)
+	// NextN > 1 is speculative decoding (MTP): each sequence has NextN
+	// consecutive rows, one per new token, and the lengths are the
+	// sequences' (seq_lens, Rows/NextN of them): row r's length is
+	// lengths[r/NextN] - NextN + 1 + r%NextN, computed on the device, and
+	// less than 0 counts as 0. Each row keeps its own prediction. 0 or 1:
+	// one row per length.
+	NextN int
 }
 
 // Result is where a Select left its output, on the device. It is valid once
@@ -118,6 +129,7 @@ type Result struct {
 	Indices *runtime.Buffer
 	Values  *runtime.Buffer // float32 [MaxRows, K], the selected values (-Inf past n); nil unless Config.Values
 	Stats   *runtime.Buffer // StatsBytes per row; nil unless Config.Instrument
+	Counts  *runtime.Buffer // int32 [MaxRows]: min(K, n) per row; nil unless Config.Counts
 	// Predicted says the kernel had the layer's previous indices as its
 	// prediction; false on a layer's first step, which runs the fallback
 	// kernel.
@@ -149,6 +161,19 @@ func (r Result) ReadValues() ([]float32, error) {
 		return nil, fmt.Errorf("topk: reading the values: %w", err)
 	}
 	return vals, nil
+}
+
+// ReadCounts copies the Rows valid-output counts to the host, like
+// ReadIndices.
+func (r Result) ReadCounts() ([]int32, error) {
+	if r.Counts == nil {
+		return nil, errors.New("topk: no counts: the selector was made without Config.Counts")
+	}
+	c := make([]int32, r.Rows)
+	if err := runtime.Download(c, r.Counts); err != nil {
+		return nil, fmt.Errorf("topk: reading the counts: %w", err)
+	}
+	return c, nil
 }
 
 // ReadStats copies the Rows instrumentation records to the host, like

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gvr-go/gvr/gen"
@@ -209,5 +210,74 @@ func TestSelectorChoice(t *testing.T) {
 	t.Logf("%s: kernels run: %v", d.Info().Name, slices.Sorted(maps.Keys(seen)))
 	if d.Info().Major >= 9 && !seen["gvr_topk_cluster/8"] && !seen["gvr_topk_cluster/16"] {
 		t.Errorf("no step ran a cluster kernel: %v", seen)
+	}
+}
+
+// TestSelectNextN: speculative decoding rows (Batch.NextN) through a
+// Selector with Counts: each sequence's NextN rows select among their
+// causal lengths, lengths[r/NextN] - NextN + 1 + r%NextN, computed on the
+// device from the sequences' lengths (host, then device), each row exact
+// with its own prediction, and Result.Counts holds min(K, n); bad NextN
+// batches are refused before any launch.
+func TestSelectNextN(t *testing.T) {
+	d := gpu(t)
+	const nextN, stride = 3, 70001
+	seqLens := []int32{stride, 5000, 2050, 1, 0}
+	rows := nextN * len(seqLens)
+	sel, err := NewSelector(Config{MaxRows: rows, Values: true, Counts: true, Device: d})
+	must(t, err)
+	defer sel.Close()
+	k := sel.Config().K
+	rng := rand.New(rand.NewPCG(7, 8))
+	scores := alloc(t, d, 4*rows*stride)
+	devLens := alloc(t, d, 4*len(seqLens))
+	must(t, runtime.Upload(devLens, seqLens))
+	for step := range 3 {
+		host := make([]float32, rows*stride)
+		x := make([][]float32, rows)
+		for r := range rows {
+			n := max(0, int(seqLens[r/nextN])-nextN+1+r%nextN)
+			x[r] = scoresRow(rng, n)
+			copy(host[r*stride:], x[r])
+			for j := n; j < stride; j++ {
+				host[r*stride+j] = float32(math.NaN()) // past the row's length: never chosen
+			}
+		}
+		must(t, runtime.Upload(scores, host))
+		b := Batch{Scores: scores, Stride: stride, Rows: rows, NextN: nextN, Lengths: seqLens}
+		if step == 2 {
+			b.Lengths, b.DeviceLengths = nil, devLens
+		}
+		res, err := sel.Select(0, b, nil)
+		must(t, err)
+		idx, err := res.ReadIndices()
+		must(t, err)
+		vals, err := res.ReadValues()
+		must(t, err)
+		counts, err := res.ReadCounts()
+		must(t, err)
+		for r := range rows {
+			want, _ := Reference(x[r], k, false)
+			if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
+				t.Errorf("step %d (%s, cluster %d), row %d (n = %d): %v", step, res.Kernel, res.Cluster, r, len(x[r]), err)
+			}
+			if int(counts[r]) != min(k, len(x[r])) {
+				t.Errorf("step %d, row %d: count %d, want %d", step, r, counts[r], min(k, len(x[r])))
+			}
+		}
+		t.Logf("step %d: %s, cluster %d, predicted %v", step, res.Kernel, res.Cluster, res.Predicted)
+	}
+	for _, bad := range []struct {
+		b    Batch
+		want string
+	}{
+		{Batch{Scores: scores, Stride: stride, Rows: rows, NextN: -1, Lengths: seqLens}, "NextN = -1"},
+		{Batch{Scores: scores, Stride: stride, Rows: rows - 1, NextN: nextN, Lengths: seqLens}, "not a whole number of sequences"},
+		{Batch{Scores: scores, Stride: stride, Rows: rows, NextN: nextN, Lengths: seqLens[:2]}, "2 Lengths for 5 sequences"},
+		{Batch{Scores: scores, Stride: stride, Rows: rows, NextN: nextN, Lengths: []int32{1, 2, 3, 4, stride + 1}}, "outside [0, Stride"},
+	} {
+		if _, err := sel.Select(0, bad.b, nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Select(%+v): %v, want an error with %q", bad.b, err, bad.want)
+		}
 	}
 }

@@ -51,6 +51,7 @@ type layer struct {
 	idx     *runtime.Buffer // int32 [MaxRows, K]: output, and the next step's prediction
 	vals    *runtime.Buffer // float32 [MaxRows, K], or nil
 	stats   *runtime.Buffer // [MaxRows] records, or nil
+	counts  *runtime.Buffer // int32 [MaxRows], or nil
 	lengths *runtime.Buffer // int32 [MaxRows]: Batch.Lengths land here
 	primed  bool            // idx holds a previous step
 
@@ -153,6 +154,11 @@ func (s *Selector) allocate() error {
 				return err
 			}
 		}
+		if c.Counts {
+			if l.counts, err = s.dev.Alloc(c.MaxRows * 4); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -173,6 +179,7 @@ func (s *Selector) free() error {
 		release(&l.lengths)
 		release(&l.vals)
 		release(&l.stats)
+		release(&l.counts)
 		if l.done != nil {
 			errs = append(errs, l.done.Close())
 			l.done = nil
@@ -232,11 +239,11 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		}
 		lengths = l.lengths
 	}
-	n := b.Stride
+	n := b.Stride // the longest row
 	if b.Lengths != nil {
 		n = 0
 		for _, m := range b.Lengths {
-			n = max(n, int(m))
+			n = max(n, int(m)) // with NextN, a sequence's length is its longest row's
 		}
 	}
 	c := choose(step{rows: b.Rows, n: n, predicted: l.primed, device: s.device})
@@ -245,7 +252,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		c = choose(step{rows: b.Rows, n: n, predicted: l.primed})
 		kern = s.kernels[c]
 	}
-	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats,
+	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Counts: l.counts,
 		Predicted: l.primed, Kernel: c.name, Cluster: c.cluster}
 	if b.Rows == 0 {
 		return res, nil
@@ -263,8 +270,12 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		// leader's first write).
 		args.Set("pred", l.idx.Ptr()).Set("pred_stride", uint64(s.cfg.K)).Set("pred_count", uint64(s.cfg.K))
 	}
+	var counts uint64 // null: no counts
+	if l.counts != nil {
+		counts = l.counts.Ptr()
+	}
 	args.Set("scores", b.Scores.Ptr()).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths.Ptr()).
-		Set("out_idx", l.idx.Ptr()).Set("out_vals", vals)
+		Set("next_n", uint64(b.NextN)).Set("out_idx", l.idx.Ptr()).Set("out_vals", vals).Set("out_count", counts)
 	if l.stats != nil {
 		args.Set("stats", l.stats.Ptr())
 	}
@@ -329,7 +340,7 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 			return fmt.Errorf("%s is at device address %#x, %d bytes past a 4-byte boundary (a View at an offset that is not a multiple of 4?)", what, buf.Ptr(), a)
 		}
 		if buf.Bytes() < need {
-			return fmt.Errorf("%s holds %d bytes; %d rows need %d", what, buf.Bytes(), b.Rows, need)
+			return fmt.Errorf("%s holds %d bytes; the batch of %d rows needs %d", what, buf.Bytes(), b.Rows, need)
 		}
 		return nil
 	}
@@ -346,6 +357,14 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 		return errors.New("the batch has no lengths: set Lengths or DeviceLengths")
 	case b.Lengths != nil && b.DeviceLengths != nil:
 		return errors.New("the batch has both Lengths and DeviceLengths: set one")
+	case b.NextN < 0:
+		return fmt.Errorf("NextN = %d: must be 0 or 1 (one row per length) or the rows per sequence", b.NextN)
+	case b.NextN > 1 && b.Rows%b.NextN != 0:
+		return fmt.Errorf("Rows = %d is not a whole number of sequences of NextN = %d rows", b.Rows, b.NextN)
+	}
+	lens, per := b.Rows, "rows" // how many lengths the batch has
+	if b.NextN > 1 {
+		lens, per = b.Rows/b.NextN, fmt.Sprintf("sequences of NextN = %d rows", b.NextN)
 	}
 	if st != nil && st.Device() != s.dev {
 		return fmt.Errorf("the stream is on %v; the selector is on %v", st.Device(), s.dev)
@@ -354,10 +373,10 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 		return err
 	}
 	if b.DeviceLengths != nil {
-		return onDevice("DeviceLengths", b.DeviceLengths, 4*b.Rows)
+		return onDevice("DeviceLengths", b.DeviceLengths, 4*lens)
 	}
-	if len(b.Lengths) != b.Rows {
-		return fmt.Errorf("%d Lengths for %d rows", len(b.Lengths), b.Rows)
+	if len(b.Lengths) != lens {
+		return fmt.Errorf("%d Lengths for %d %s", len(b.Lengths), lens, per)
 	}
 	for r, n := range b.Lengths {
 		if n < 0 || int(n) > b.Stride {

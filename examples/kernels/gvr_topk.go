@@ -32,6 +32,9 @@ var GVRTopK = ptx.Launch{
 		PtrAlign: 4,
 		T:        ptx.U64,
 	}, {
+		Name: "next_n",
+		T:    ptx.U64,
+	}, {
 		Name:     "pred",
 		PtrAlign: 4,
 		T:        ptx.U64,
@@ -47,6 +50,10 @@ var GVRTopK = ptx.Launch{
 		T:        ptx.U64,
 	}, {
 		Name:     "out_vals",
+		PtrAlign: 4,
+		T:        ptx.U64,
+	}, {
+		Name:     "out_count",
 		PtrAlign: 4,
 		T:        ptx.U64,
 	}},
