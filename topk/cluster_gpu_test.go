@@ -193,10 +193,7 @@ func TestSelectorChoice(t *testing.T) {
 						rows, n, step, res.Kernel, res.Cluster, name, c)
 				}
 				seen[fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)] = true
-				idx, err := res.ReadIndices()
-				must(t, err)
-				vals, err := res.ReadValues()
-				must(t, err)
+				idx, vals := readResult(t, res)
 				for r := range rows {
 					want, _ := Reference(x[r], k, false)
 					if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
@@ -250,10 +247,7 @@ func TestSelectNextN(t *testing.T) {
 		}
 		res, err := sel.Select(0, b, nil)
 		must(t, err)
-		idx, err := res.ReadIndices()
-		must(t, err)
-		vals, err := res.ReadValues()
-		must(t, err)
+		idx, vals := readResult(t, res)
 		counts, err := res.ReadCounts()
 		must(t, err)
 		for r := range rows {

@@ -59,6 +59,16 @@ func gpu(t testing.TB) *runtime.Device {
 	return testGPU.d
 }
 
+// readResult reads a step's indices and values.
+func readResult(t testing.TB, res Result) ([]int32, []float32) {
+	t.Helper()
+	idx, err := res.ReadIndices()
+	must(t, err)
+	vals, err := res.ReadValues()
+	must(t, err)
+	return idx, vals
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
@@ -613,10 +623,7 @@ func TestDecodeLoop(t *testing.T) {
 			if wantPred := step != 0 && step != steps/2; res.Predicted != wantPred {
 				t.Errorf("step %d layer %d: Predicted = %v, want %v", step, l, res.Predicted, wantPred)
 			}
-			idx, err := res.ReadIndices()
-			must(t, err)
-			vals, err := res.ReadValues()
-			must(t, err)
+			idx, vals := readResult(t, res)
 			st, err := res.ReadStats()
 			must(t, err)
 			a := &fallback
