@@ -150,6 +150,10 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	pIdx := pointerParam(e, "out_idx", 4)
 	pVals := pointerParam(e, "out_vals", 4)   // null: no values
 	pCount := pointerParam(e, "out_count", 4) // null: no counts
+	pTable := pointerParam(e, "page_table", 4)
+	pTableStride := e.Param("page_table_stride", ptx.U64)
+	pPageSize := e.Param("page_size", ptx.U64)
+	pPages := pointerParam(e, "out_pages", 4) // null: no page-table output
 	var pStats *ptx.Param
 	if cfg.Instrument {
 		pStats = pointerParam(e, "stats", 8) // u64 stamps
@@ -219,6 +223,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		e.CvtaToGlobal(g, vals)
 		e.Mov(t.out.vals, t.elemAddr(g, rk, 4).Base)
 	})
+	t.out.pages = t.pageOutput(pTable, pTableStride, pPageSize, pPages, r, rk, nextN)
 	if cfg.Instrument {
 		t.stats = t.u64()
 		e.Mov(t.stats, t.elemAddr(t.global(pStats), r, StatsBytes).Base)
@@ -230,6 +235,38 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		t.clearStaging(t.stage)
 	}
 	return t, m, pp
+}
+
+// pageOutput sets up row r's fused page-table output: where out_pages is
+// not null, slot j of the row (at out_pages + 4*rk) gets its column
+// mapped through the page table of the row's batch, b = r / next_n (r with
+// next_n <= 1), whose row is page_table_stride entries. A page size of 0
+// counts as 1.
+func (t *topk) pageOutput(table, stride, size, out *ptx.Param, r, rk, nextN ptx.Reg) *pageOut {
+	e := t.e
+	p := &pageOut{out: t.u64(), table: t.u64(), size: t.u32()}
+	pages := e.LdParam(out)
+	p.has = t.setp(ptx.NE, pages, ptx.Imm(0))
+	e.Mov(p.out, ptx.Imm(0))
+	e.Mov(p.table, ptx.Imm(0))
+	e.Mov(p.size, ptx.Imm(1))
+	e.If(p.has, func() {
+		g := t.u64()
+		e.CvtaToGlobal(g, pages)
+		e.Mov(p.out, t.elemAddr(g, rk, 4).Base)
+		e.Cvt(p.size, e.LdParam(size))
+		e.Max(p.size, p.size, ptx.Imm(1))
+		b := t.u32()
+		e.Mov(b, r)
+		e.If(t.setp(ptx.GT, nextN, ptx.Imm(1)), func() { e.Div(b, r, nextN) })
+		tb := t.u64()
+		e.CvtaToGlobal(tb, e.LdParam(table))
+		off := t.u64()
+		e.Cvt(off, b)
+		e.Mul(off, off, e.LdParam(stride))
+		e.Mad(p.table, off, ptx.Imm(4), tb)
+	})
+	return p
 }
 
 // predParams are gvr_topk's prediction parameters: pred[r*pred_stride+j],
@@ -326,7 +363,8 @@ func (t *topk) copyShortRow() {
 }
 
 // genGVR: gvr_topk(scores, row_stride, lengths, next_n, pred,
-// pred_stride, pred_count, out_idx, out_vals, out_count[, stats]).
+// pred_stride, pred_count, out_idx, out_vals, out_count, page_table,
+// page_table_stride, page_size, out_pages[, stats]).
 func genGVR(cfg Config) (*Kernel, error) {
 	t, m, pp := newTopK("gvr_topk", cfg, true, true, false)
 	t.body(func() guess { return t.phase1PreIndexStats(pp) })
@@ -334,7 +372,8 @@ func genGVR(cfg Config) (*Kernel, error) {
 }
 
 // genFallback: topk_fallback(scores, row_stride, lengths, next_n,
-// out_idx, out_vals, out_count[, stats]).
+// out_idx, out_vals, out_count, page_table, page_table_stride, page_size,
+// out_pages[, stats]).
 func genFallback(cfg Config) (*Kernel, error) {
 	t, m, _ := newTopK("topk_fallback", cfg, false, true, false)
 	t.body(t.phase1SampleStats)
@@ -342,7 +381,8 @@ func genFallback(cfg Config) (*Kernel, error) {
 }
 
 // genRadix: topk_radix(scores, row_stride, lengths, next_n, out_idx,
-// out_vals, out_count[, stats]).
+// out_vals, out_count, page_table, page_table_stride, page_size,
+// out_pages[, stats]).
 func genRadix(cfg Config) (*Kernel, error) {
 	t, m, _ := newTopK("topk_radix", cfg, false, false, false)
 	t.smallRow = true

@@ -365,6 +365,17 @@ type outRow struct {
 	vals    ptx.Reg  // u64 global address of the first value slot (0: none)
 	hasVals ptx.Pred // vals != 0
 	stage   *staging // non-nil: store into shared memory for sorting
+	pages   *pageOut // non-nil: also the fused page-table output
+}
+
+// pageOut is the fused page-table output of a row (the serving engines'
+// layout): slot j gets page_table[b][c / page_size] * page_size +
+// c % page_size for the slot's column c, or -1 where c is -1.
+type pageOut struct {
+	has   ptx.Pred // out_pages is not null
+	out   ptx.Reg  // u64 global address of the row's first slot
+	table ptx.Reg  // u64 global address of its batch's page-table row
+	size  ptx.Reg  // u32 page size, at least 1
 }
 
 // store puts the element (idx, bits) in output slot pos.
@@ -380,6 +391,20 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	e.If(o.hasVals, func() {
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)
 	})
+	if p := o.pages; p != nil {
+		e.If(p.has, func() {
+			v := c.constU32(-1)
+			e.If(c.setp(ptx.NE, idx, ptx.Imm(0xFFFFFFFF)), func() {
+				page, off := c.u32(), c.u32()
+				e.Div(page, idx, p.size)
+				e.Mul(off, page, p.size)
+				e.Sub(off, idx, off)
+				e.LdNC(v, c.elemAddr(p.table, page, 4))
+				e.Mad(v, v, p.size, off)
+			})
+			e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(p.out, pos, 4), v)
+		})
+	}
 }
 
 // exactSelect writes the Top-K of the elements w visits. The K-th element

@@ -200,7 +200,7 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))
 	args := k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).Set("lengths", lengths).
-		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0)
+		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 	if k.Launch.Param("pred") != nil {
 		pcount := uint64(pstride)
 		if len(cs) > 0 && cs[0].pred == nil {
@@ -421,7 +421,7 @@ func TestGVRTakesItsPath(t *testing.T) {
 	stats := mem.Alloc(len(cs)*gen.StatsBytes, 0)
 	args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", uint64(stride)).Set("lengths", mem.AllocI32s(lens)).
 		Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(pstride)).Set("pred_count", uint64(cfg.K)).
-		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0).Set("stats", stats)
+		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0).Set("stats", stats)
 	if _, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs)}, Args: args}); err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +623,8 @@ func TestNextNAndCounts(t *testing.T) {
 		counts := mem.AllocI32s(make([]int32, rows))
 		args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
 			Set("lengths", mem.AllocI32s(seqLens)).Set("next_n", nextN).
-			Set("out_idx", outIdx).Set("out_vals", outVals).Set("out_count", counts)
+			Set("out_idx", outIdx).Set("out_vals", outVals).Set("out_count", counts).
+			Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 		if k.Launch.Param("pred") != nil {
 			pred := make([]int32, rows*K)
 			for i := range pred {
@@ -631,21 +632,13 @@ func TestNextNAndCounts(t *testing.T) {
 			}
 			args.Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(K)).Set("pred_count", uint64(K))
 		}
-		if _, err := p.Run(mem, emu.Launch{Grid: [3]int{rows * k.Launch.Cluster}, Args: args, RaceCheck: true}); err != nil {
-			t.Fatalf("%s: %v", kc.name, err)
-		}
-		idx, err := mem.ReadI32s(outIdx, rows*K)
-		if err != nil {
-			t.Fatal(err)
-		}
+		runRows(t, p, k, mem, args, rows)
+		idx := readI32s(t, mem, outIdx, rows*K)
 		vals, err := mem.ReadF32s(outVals, rows*K)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := mem.ReadI32s(counts, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := readI32s(t, mem, counts, rows)
 		for row := range rows {
 			if err := topk.Check(xs[row], K, false, idx[row*K:(row+1)*K], vals[row*K:(row+1)*K]); err != nil {
 				t.Errorf("%s: row %d (sequence length %d, n = %d): %v", kc.name, row, seqLens[row/nextN], want[row], err)
@@ -655,4 +648,93 @@ func TestNextNAndCounts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPageTableOutput: with out_pages, every kernel also writes each slot's
+// column c through the page table of the row's batch (b = r / next_n):
+// page_table[b][c / page_size] * page_size + c % page_size, and -1 where
+// c is -1; the raw indices, the layer's feedback, stay exact beside them.
+// Page sizes 1 and 64, next_n 1 and 2, sorted output too.
+func TestPageTableOutput(t *testing.T) {
+	const stride = 257
+	r := rand.New(rand.NewPCG(31, 32))
+	seqLens := []int32{stride, 200, 9, 130}
+	sorted := cfgK16
+	sorted.Sorted = true
+	clusterCfg := cfgK16
+	clusterCfg.Cluster, clusterCfg.MaxN = 2, 128
+	for _, pageSize := range []int{1, 64} {
+		for _, nextN := range []int{1, 2} {
+			rows := len(seqLens) * nextN
+			lens := make([]int, rows)
+			host := make([]float32, rows*stride)
+			for row := range rows {
+				n := int(seqLens[row/nextN]) - nextN + 1 + row%nextN
+				lens[row] = max(0, min(n, stride))
+				copy(host[row*stride:], normal(r, stride))
+			}
+			ptStride := (stride+pageSize-1)/pageSize + 3
+			table := make([]int32, len(seqLens)*ptStride)
+			for i := range table {
+				table[i] = int32(r.IntN(1 << 20)) // the pages of a paged KV cache
+			}
+			for _, kc := range []struct {
+				name string
+				cfg  gen.Config
+			}{{"gvr_topk", cfgK16}, {"topk_fallback", sorted}, {"topk_radix", cfgK16}, {"gvr_topk_cluster", clusterCfg}} {
+				p, k := load(t, kc.name, kc.cfg)
+				K := kc.cfg.K
+				mem := emu.NewMemory()
+				outIdx, outPages := mem.AllocI32s(make([]int32, rows*K)), mem.AllocI32s(make([]int32, rows*K))
+				args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
+					Set("lengths", mem.AllocI32s(seqLens)).Set("next_n", uint64(nextN)).
+					Set("out_idx", outIdx).Set("out_vals", 0).Set("out_count", 0).
+					Set("page_table", mem.AllocI32s(table)).Set("page_table_stride", uint64(ptStride)).
+					Set("page_size", uint64(pageSize)).Set("out_pages", outPages)
+				if k.Launch.Param("pred") != nil {
+					args.Set("pred", mem.AllocI32s(make([]int32, rows*K))).Set("pred_stride", uint64(K)).Set("pred_count", uint64(K))
+				}
+				runRows(t, p, k, mem, args, rows)
+				idx, pages := readI32s(t, mem, outIdx, rows*K), readI32s(t, mem, outPages, rows*K)
+				for row := range rows {
+					x := host[row*stride : row*stride+lens[row]]
+					if err := topk.Check(x, K, kc.cfg.Sorted, idx[row*K:(row+1)*K], nil); err != nil {
+						t.Errorf("%s page %d next_n %d: row %d (n = %d): %v", kc.name, pageSize, nextN, row, lens[row], err)
+					}
+					b := row / nextN
+					for j := range K {
+						c := idx[row*K+j]
+						want := int32(-1)
+						if c >= 0 {
+							want = table[b*ptStride+int(c)/pageSize]*int32(pageSize) + c%int32(pageSize)
+						}
+						if got := pages[row*K+j]; got != want {
+							t.Errorf("%s page %d next_n %d: row %d slot %d (column %d): page output %d, want %d",
+								kc.name, pageSize, nextN, row, j, c, got, want)
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// runRows runs kernel k over rows rows (a CTA or a cluster each) in the
+// interpreter, with the race checker.
+func runRows(t *testing.T, p *emu.Program, k *gen.Kernel, mem *emu.Memory, args *ptx.Args, rows int) {
+	t.Helper()
+	if _, err := p.Run(mem, emu.Launch{Grid: [3]int{rows * k.Launch.Cluster}, Args: args, RaceCheck: true}); err != nil {
+		t.Fatalf("%s (%v): %v", k.Name, k.Config, err)
+	}
+}
+
+// readI32s reads n int32s at addr.
+func readI32s(t *testing.T, mem *emu.Memory, addr uint64, n int) []int32 {
+	t.Helper()
+	v, err := mem.ReadI32s(addr, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -115,6 +115,18 @@ type Batch struct {
 	// less than 0 counts as 0. Each row keeps its own prediction. 0 or 1:
 	// one row per length.
 	NextN int
+	// Pages, if set, is a caller-owned int32 [Rows, K] buffer that gets
+	// the fused page-table output: slot j of row r holds the selected
+	// column c mapped through the page table of the row's batch b = r /
+	// NextN (r without NextN), PageTable[b*PageTableStride + c/PageSize] *
+	// PageSize + c%PageSize, or -1 where the index slot is -1; the
+	// indices themselves (Result.Indices, the layer's feedback) are
+	// written as always, slot beside slot. PageTable is int32 [batches,
+	// PageTableStride], PageTableStride at least ceil(Stride/PageSize).
+	Pages           *runtime.Buffer
+	PageTable       *runtime.Buffer
+	PageTableStride int
+	PageSize        int
 }
 
 // Result is where a Select left its output, on the device. It is valid once
@@ -130,6 +142,7 @@ type Result struct {
 	Values  *runtime.Buffer // float32 [MaxRows, K], the selected values (-Inf past n); nil unless Config.Values
 	Stats   *runtime.Buffer // StatsBytes per row; nil unless Config.Instrument
 	Counts  *runtime.Buffer // int32 [MaxRows]: min(K, n) per row; nil unless Config.Counts
+	Pages   *runtime.Buffer // the batch's Pages (the fused page-table output), or nil
 	// Predicted says the kernel had the layer's previous indices as its
 	// prediction; false on a layer's first step, which runs the fallback
 	// kernel.

@@ -230,16 +230,7 @@ func TestSelectNextN(t *testing.T) {
 	devLens := alloc(t, d, 4*len(seqLens))
 	must(t, runtime.Upload(devLens, seqLens))
 	for step := range 3 {
-		host := make([]float32, rows*stride)
-		x := make([][]float32, rows)
-		for r := range rows {
-			n := max(0, int(seqLens[r/nextN])-nextN+1+r%nextN)
-			x[r] = scoresRow(rng, n)
-			copy(host[r*stride:], x[r])
-			for j := n; j < stride; j++ {
-				host[r*stride+j] = float32(math.NaN()) // past the row's length: never chosen
-			}
-		}
+		host, x := nextNRows(rng, seqLens, nextN, stride)
 		must(t, runtime.Upload(scores, host))
 		b := Batch{Scores: scores, Stride: stride, Rows: rows, NextN: nextN, Lengths: seqLens}
 		if step == 2 {
@@ -274,4 +265,98 @@ func TestSelectNextN(t *testing.T) {
 			t.Errorf("Select(%+v): %v, want an error with %q", bad.b, err, bad.want)
 		}
 	}
+}
+
+// TestSelectPages: the fused page-table output through a Selector, page
+// sizes 1 and 64, with NextN rows mapped to their batch's page table, on
+// a single-CTA and a cluster kernel's row lengths: every slot is the
+// index slot's column through the table (-1 kept), the indices exact; a
+// missing table, a short table and a page size of 0 are refused.
+func TestSelectPages(t *testing.T) {
+	d := gpu(t)
+	const nextN = 2
+	seqLens := []int32{70001, 3000, 100, 70001}
+	rows := nextN * len(seqLens)
+	sel, err := NewSelector(Config{MaxRows: rows, Values: true, Device: d})
+	must(t, err)
+	defer sel.Close()
+	k := sel.Config().K
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, stride := range []int{4096, 70001} {
+		for _, pageSize := range []int{1, 64} {
+			lens := make([]int32, len(seqLens))
+			for i, l := range seqLens {
+				lens[i] = min(l, int32(stride))
+			}
+			host, x := nextNRows(rng, lens, nextN, stride)
+			ptStride := (stride + pageSize - 1) / pageSize
+			table := make([]int32, len(seqLens)*ptStride)
+			for i := range table {
+				table[i] = int32(rng.IntN(1 << 24))
+			}
+			scores, tbl, pages := alloc(t, d, 4*len(host)), alloc(t, d, 4*len(table)), alloc(t, d, 4*rows*k)
+			must(t, runtime.Upload(scores, host))
+			must(t, runtime.Upload(tbl, table))
+			b := Batch{Scores: scores, Stride: stride, Rows: rows, NextN: nextN, Lengths: lens,
+				Pages: pages, PageTable: tbl, PageTableStride: ptStride, PageSize: pageSize}
+			for step := range 2 {
+				res, err := sel.Select(0, b, nil)
+				must(t, err)
+				idx, vals := readResult(t, res)
+				got := make([]int32, rows*k)
+				must(t, runtime.Download(got, res.Pages))
+				for r := range rows {
+					want, _ := Reference(x[r], k, false)
+					if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
+						t.Errorf("stride %d, page %d, step %d, row %d: %v", stride, pageSize, step, r, err)
+					}
+					for j := range k {
+						c, w := idx[r*k+j], int32(-1)
+						if c >= 0 {
+							w = table[(r/nextN)*ptStride+int(c)/pageSize]*int32(pageSize) + c%int32(pageSize)
+						}
+						if got[r*k+j] != w {
+							t.Errorf("stride %d, page %d, step %d (%s, cluster %d), row %d, slot %d (column %d): %d, want %d",
+								stride, pageSize, step, res.Kernel, res.Cluster, r, j, c, got[r*k+j], w)
+							break
+						}
+					}
+				}
+			}
+			for _, bad := range []struct {
+				edit func(*Batch)
+				want string
+			}{
+				{func(b *Batch) { b.PageTable = nil }, "without a PageTable"},
+				{func(b *Batch) { b.PageTableStride-- }, "entries per batch"},
+				{func(b *Batch) { b.PageSize = 0 }, "PageSize = 0"},
+				{func(b *Batch) { b.Pages = nil }, "without Pages"},
+			} {
+				bb := b
+				bad.edit(&bb)
+				if _, err := sel.Select(0, bb, nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+					t.Errorf("Select with a bad page table: %v, want an error with %q", err, bad.want)
+				}
+			}
+			must(t, sel.Reset())
+		}
+	}
+}
+
+// nextNRows are the rows of sequences of seqLens with nextN rows each, at
+// stride: row r has seqLens[r/nextN] - nextN + 1 + r%nextN scores (at
+// least 0), then NaN up to the stride, which no kernel may choose.
+func nextNRows(rng *rand.Rand, seqLens []int32, nextN, stride int) (host []float32, x [][]float32) {
+	rows := nextN * len(seqLens)
+	host = make([]float32, rows*stride)
+	x = make([][]float32, rows)
+	for r := range rows {
+		n := max(0, int(seqLens[r/nextN])-nextN+1+r%nextN)
+		x[r] = scoresRow(rng, n)
+		copy(host[r*stride:], x[r])
+		for j := n; j < stride; j++ {
+			host[r*stride+j] = float32(math.NaN())
+		}
+	}
+	return host, x
 }

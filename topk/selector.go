@@ -253,7 +253,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		kern = s.kernels[c]
 	}
 	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Counts: l.counts,
-		Predicted: l.primed, Kernel: c.name, Cluster: c.cluster}
+		Pages: b.Pages, Predicted: l.primed, Kernel: c.name, Cluster: c.cluster}
 	if b.Rows == 0 {
 		return res, nil
 	}
@@ -274,8 +274,14 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if l.counts != nil {
 		counts = l.counts.Ptr()
 	}
+	var pages, table uint64 // null: no page-table output
+	if b.Pages != nil {
+		pages, table = b.Pages.Ptr(), b.PageTable.Ptr()
+	}
 	args.Set("scores", b.Scores.Ptr()).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths.Ptr()).
-		Set("next_n", uint64(b.NextN)).Set("out_idx", l.idx.Ptr()).Set("out_vals", vals).Set("out_count", counts)
+		Set("next_n", uint64(b.NextN)).Set("out_idx", l.idx.Ptr()).Set("out_vals", vals).Set("out_count", counts).
+		Set("page_table", table).Set("page_table_stride", uint64(b.PageTableStride)).Set("page_size", uint64(b.PageSize)).
+		Set("out_pages", pages)
 	if l.stats != nil {
 		args.Set("stats", l.stats.Ptr())
 	}
@@ -372,6 +378,9 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 	if err := onDevice("Scores", b.Scores, 4*b.Rows*b.Stride); err != nil {
 		return err
 	}
+	if err := s.checkPages(b, lens, onDevice); err != nil {
+		return err
+	}
 	if b.DeviceLengths != nil {
 		return onDevice("DeviceLengths", b.DeviceLengths, 4*lens)
 	}
@@ -384,6 +393,29 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 		}
 	}
 	return nil
+}
+
+// checkPages checks a batch's fused page-table output: a page table with
+// a page per PageSize columns of the stride for each of its batches
+// (lens: sequences with NextN, else rows), and room for Rows*K entries.
+func (s *Selector) checkPages(b Batch, batches int, onDevice func(string, *runtime.Buffer, int) error) error {
+	switch {
+	case b.Pages == nil && (b.PageTable != nil || b.PageSize != 0 || b.PageTableStride != 0):
+		return errors.New("PageTable, PageSize or PageTableStride without Pages: set Pages, the buffer the page-table output goes to")
+	case b.Pages == nil:
+		return nil
+	case b.PageTable == nil:
+		return errors.New("Pages without a PageTable")
+	case b.PageSize < 1 || b.PageSize > 1<<30:
+		return fmt.Errorf("PageSize = %d: must be 1 to 2^30", b.PageSize)
+	}
+	if need := (b.Stride + b.PageSize - 1) / b.PageSize; b.PageTableStride < need {
+		return fmt.Errorf("PageTableStride = %d: rows of Stride = %d in pages of %d need %d entries per batch", b.PageTableStride, b.Stride, b.PageSize, need)
+	}
+	if err := onDevice("PageTable", b.PageTable, 4*batches*b.PageTableStride); err != nil {
+		return err
+	}
+	return onDevice("Pages", b.Pages, 4*b.Rows*s.cfg.K)
 }
 
 // SelectHost is Select for scores in host memory, for callers who just

@@ -73,9 +73,9 @@ func TestSummary(t *testing.T) {
 		"target: sm_90, PTX ISA 7.8",
 		"launch: 512 threads per CTA",
 		"entry gvr_topk",
-		"params (10):",
-		"  scores       .u64",
-		"  out_vals     .u64",
+		"params (14):",
+		"  scores             .u64",
+		"  out_vals           .u64",
 		"registers:",
 		"instructions: "+strconv.Itoa(insts),
 	)

@@ -30,8 +30,9 @@ func Example() {
 	out, _ := d.Alloc(4 * rows * K)    // int32 [rows, K]: this step's
 	args := k.Args().Set("scores", scores.Ptr()).Set("row_stride", n).Set("lengths", lengths.Ptr()).
 		Set("pred", pred.Ptr()).Set("pred_stride", K).Set("pred_count", K).
-		Set("out_idx", out.Ptr()).Set("out_vals", 0).Set("out_count", 0). // 0: no values, no counts
-		Set("next_n", 0)                                                  // one row per sequence
+		Set("out_idx", out.Ptr()).Set("out_vals", 0).Set("out_count", 0).                         // 0: no values, no counts
+		Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0). // no page-table output
+		Set("next_n", 0)                                                                          // one row per sequence
 	if err := k.Launch(nil, rows*k.Contract.Cluster, args); err != nil {
 		log.Fatal(err)
 	}

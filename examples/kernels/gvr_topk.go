@@ -56,6 +56,20 @@ var GVRTopK = ptx.Launch{
 		Name:     "out_count",
 		PtrAlign: 4,
 		T:        ptx.U64,
+	}, {
+		Name:     "page_table",
+		PtrAlign: 4,
+		T:        ptx.U64,
+	}, {
+		Name: "page_table_stride",
+		T:    ptx.U64,
+	}, {
+		Name: "page_size",
+		T:    ptx.U64,
+	}, {
+		Name:     "out_pages",
+		PtrAlign: 4,
+		T:        ptx.U64,
 	}},
 	SharedBytes: 29264,
 }
