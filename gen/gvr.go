@@ -141,6 +141,8 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	pStride := e.Param("row_stride", ptx.U64)
 	pLengths := pointerParam(e, "lengths", 4)
 	pNextN := e.Param("next_n", ptx.U64)
+	pStarts := pointerParam(e, "row_starts", 4) // null: windows start at 0
+	pAbs := e.Param("abs_idx", ptx.U64)         // nonzero: indices count from the row's start, not the window's
 	var pp predParams
 	if withPred {
 		pp.pred = pointerParam(e, "pred", 4)
@@ -200,6 +202,27 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	t.n = t.u32()
 	e.Cvt(t.n, stride)
 	e.Min(t.n, t.n, n)
+	// A window (prefill): row r's elements [row_starts[r], length) with the
+	// start clamped to [0, length]; the kernel works on the window as on
+	// a row, and its indices count from the window's start unless abs_idx
+	// is set.
+	start := t.constU32(0)
+	starts := e.LdParam(pStarts)
+	e.If(t.setp(ptx.NE, starts, ptx.Imm(0)), func() {
+		g := t.u64()
+		e.CvtaToGlobal(g, starts)
+		st := t.s32()
+		e.Ld(ptx.SpaceGlobal, st, t.elemAddr(g, r, 4))
+		e.Max(st, st, ptx.Imm(0))
+		e.Min(start, t.n, st)
+		e.Sub(t.n, t.n, start)
+		s64 := t.u64()
+		e.Cvt(s64, start)
+		e.Mad(t.row, s64, ptx.Imm(4), t.row)
+	})
+	t.out.start = start
+	t.out.offset = t.constU32(0)
+	e.If(t.setp(ptx.NE, e.LdParam(pAbs), ptx.Imm(0)), func() { e.Mov(t.out.offset, start) })
 	t.count = t.u64()
 	e.Mov(t.count, ptx.Imm(0))
 	count := e.LdParam(pCount)
@@ -525,7 +548,10 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 			e.Add(ju, j, ptx.Imm(int64(u)*B))
 			ps[u] = t.constU32(-1)
 			in[u] = t.setp(ptx.LT, ju, m)
-			e.Guarded(in[u], func() { e.LdNC(ps[u], t.elemAddr(prow, ju, 4)) })
+			e.Guarded(in[u], func() {
+				e.LdNC(ps[u], t.elemAddr(prow, ju, 4))
+				e.Sub(ps[u], ps[u], t.out.offset) // the previous output's space to the window's
+			})
 		}
 		var xs [unroll]ptx.Reg
 		for u := range unroll {

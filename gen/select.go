@@ -366,6 +366,11 @@ type outRow struct {
 	hasVals ptx.Pred // vals != 0
 	stage   *staging // non-nil: store into shared memory for sorting
 	pages   *pageOut // non-nil: also the fused page-table output
+	// The elements' indices are the window's; start is where the window
+	// begins in the row (0 without windows), offset what is added to an
+	// index written out (start with absolute indices, else 0). The page
+	// table is indexed by the column in the row, index + start.
+	start, offset ptx.Reg // u32, or invalid where the kernel has no windows
 }
 
 // pageOut is the fused page-table output of a row (the serving engines'
@@ -387,6 +392,13 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, pos, 4), bits)
 		return
 	}
+	valid := c.setp(ptx.NE, idx, ptx.Imm(0xFFFFFFFF)) // not a padding slot
+	if o.offset.T != ptx.TypeInvalid {
+		out := c.u32()
+		e.Mov(out, idx)
+		e.Guarded(valid, func() { e.Add(out, out, o.offset) })
+		idx = out
+	}
 	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, pos, 4), idx)
 	e.If(o.hasVals, func() {
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)
@@ -394,11 +406,14 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	if p := o.pages; p != nil {
 		e.If(p.has, func() {
 			v := c.constU32(-1)
-			e.If(c.setp(ptx.NE, idx, ptx.Imm(0xFFFFFFFF)), func() {
+			e.If(valid, func() {
+				col := c.u32() // the column in the row
+				e.Sub(col, idx, o.offset)
+				e.Add(col, col, o.start)
 				page, off := c.u32(), c.u32()
-				e.Div(page, idx, p.size)
+				e.Div(page, col, p.size)
 				e.Mul(off, page, p.size)
-				e.Sub(off, idx, off)
+				e.Sub(off, col, off)
 				e.LdNC(v, c.elemAddr(p.table, page, 4))
 				e.Mad(v, v, p.size, off)
 			})

@@ -200,7 +200,7 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))
 	args := k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).Set("lengths", lengths).
-		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
+		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 	if k.Launch.Param("pred") != nil {
 		pcount := uint64(pstride)
 		if len(cs) > 0 && cs[0].pred == nil {
@@ -421,7 +421,7 @@ func TestGVRTakesItsPath(t *testing.T) {
 	stats := mem.Alloc(len(cs)*gen.StatsBytes, 0)
 	args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", uint64(stride)).Set("lengths", mem.AllocI32s(lens)).
 		Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(pstride)).Set("pred_count", uint64(cfg.K)).
-		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0).Set("stats", stats)
+		Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0).Set("stats", stats)
 	if _, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs)}, Args: args}); err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +622,7 @@ func TestNextNAndCounts(t *testing.T) {
 		outIdx, outVals := mem.AllocI32s(make([]int32, rows*K)), mem.AllocF32s(make([]float32, rows*K))
 		counts := mem.AllocI32s(make([]int32, rows))
 		args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
-			Set("lengths", mem.AllocI32s(seqLens)).Set("next_n", nextN).
+			Set("lengths", mem.AllocI32s(seqLens)).Set("next_n", nextN).Set("row_starts", 0).Set("abs_idx", 0).
 			Set("out_idx", outIdx).Set("out_vals", outVals).Set("out_count", counts).
 			Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 		if k.Launch.Param("pred") != nil {
@@ -659,10 +659,6 @@ func TestPageTableOutput(t *testing.T) {
 	const stride = 257
 	r := rand.New(rand.NewPCG(31, 32))
 	seqLens := []int32{stride, 200, 9, 130}
-	sorted := cfgK16
-	sorted.Sorted = true
-	clusterCfg := cfgK16
-	clusterCfg.Cluster, clusterCfg.MaxN = 2, 128
 	for _, pageSize := range []int{1, 64} {
 		for _, nextN := range []int{1, 2} {
 			rows := len(seqLens) * nextN
@@ -678,16 +674,13 @@ func TestPageTableOutput(t *testing.T) {
 			for i := range table {
 				table[i] = int32(r.IntN(1 << 20)) // the pages of a paged KV cache
 			}
-			for _, kc := range []struct {
-				name string
-				cfg  gen.Config
-			}{{"gvr_topk", cfgK16}, {"topk_fallback", sorted}, {"topk_radix", cfgK16}, {"gvr_topk_cluster", clusterCfg}} {
+			for _, kc := range servingKernels(cfgK16, 2, 128) {
 				p, k := load(t, kc.name, kc.cfg)
 				K := kc.cfg.K
 				mem := emu.NewMemory()
 				outIdx, outPages := mem.AllocI32s(make([]int32, rows*K)), mem.AllocI32s(make([]int32, rows*K))
 				args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
-					Set("lengths", mem.AllocI32s(seqLens)).Set("next_n", uint64(nextN)).
+					Set("lengths", mem.AllocI32s(seqLens)).Set("next_n", uint64(nextN)).Set("row_starts", 0).Set("abs_idx", 0).
 					Set("out_idx", outIdx).Set("out_vals", 0).Set("out_count", 0).
 					Set("page_table", mem.AllocI32s(table)).Set("page_table_stride", uint64(ptStride)).
 					Set("page_size", uint64(pageSize)).Set("out_pages", outPages)
@@ -737,4 +730,135 @@ func readI32s(t *testing.T, mem *emu.Memory, addr uint64, n int) []int32 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestWindows: with row_starts, row r selects among columns [start, end)
+// of its row (end its length; start clamped to [0, end]), its indices
+// counted from the window's start or, with abs_idx, the row's; a
+// prediction is read in the same space; the page-table output maps the
+// column in the row either way. Every kernel, a cluster one and sorted
+// output included; nothing outside a window chosen.
+func TestWindows(t *testing.T) {
+	const stride = 303
+	r := rand.New(rand.NewPCG(41, 42))
+	starts := []int32{0, 5, 100, 290, 300, -7, 200, 17}
+	ends := []int32{stride, 300, 117, 303, 250, 40, 200, 18}
+	rows := len(starts)
+	host := make([]float32, rows*stride)
+	for i := range host {
+		host[i] = float32(math.NaN()) // outside every window: never chosen
+	}
+	win := make([][2]int, rows)
+	for row := range rows {
+		end := max(0, min(int(ends[row]), stride))
+		start := max(0, min(int(starts[row]), end))
+		win[row] = [2]int{start, end}
+		x := normal(r, end-start)
+		for j := range x {
+			x[j] = bf16(x[j])
+		}
+		copy(host[row*stride+start:], x)
+	}
+	const pageSize = 64
+	ptStride := (stride + pageSize - 1) / pageSize
+	table := make([]int32, rows*ptStride)
+	for i := range table {
+		table[i] = int32(r.IntN(1 << 20))
+	}
+	instr := cfgK16
+	instr.Instrument = true
+	for _, abs := range []bool{false, true} {
+		for _, kc := range servingKernels(instr, 4, 200) {
+			p, k := load(t, kc.name, kc.cfg)
+			K := kc.cfg.K
+			mem := emu.NewMemory()
+			outIdx, outPages := mem.AllocI32s(make([]int32, rows*K)), mem.AllocI32s(make([]int32, rows*K))
+			absArg := uint64(0)
+			if abs {
+				absArg = 1
+			}
+			args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
+				Set("lengths", mem.AllocI32s(ends)).Set("next_n", 0).Set("row_starts", mem.AllocI32s(starts)).Set("abs_idx", absArg).
+				Set("out_idx", outIdx).Set("out_vals", 0).Set("out_count", 0).
+				Set("page_table", mem.AllocI32s(table)).Set("page_table_stride", uint64(ptStride)).
+				Set("page_size", pageSize).Set("out_pages", outPages)
+			if k.Launch.Param("pred") != nil {
+				// The exact answer as the prediction, in the output's space.
+				pred := make([]int32, rows*K)
+				for row := range rows {
+					top, _ := topk.Reference(host[row*stride+win[row][0]:row*stride+win[row][1]], K, false)
+					for j, c := range top[:K] {
+						if c >= 0 && abs {
+							c += int32(win[row][0])
+						}
+						pred[row*K+j] = c
+					}
+				}
+				args.Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(K)).Set("pred_count", uint64(K))
+			}
+			var stats uint64
+			if kc.cfg.Instrument {
+				stats = mem.Alloc(rows*gen.StatsBytes, 16)
+				args.Set("stats", stats)
+			}
+			runRows(t, p, k, mem, args, rows)
+			idx, pages := readI32s(t, mem, outIdx, rows*K), readI32s(t, mem, outPages, rows*K)
+			if stats != 0 {
+				// The prediction, read in the output's space, is the window's
+				// Top-K: every predicted index valid where the window is longer
+				// than K.
+				raw, err := mem.Read(stats, rows*gen.StatsBytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for row := range rows {
+					valid := binary.LittleEndian.Uint32(raw[row*gen.StatsBytes+gen.StatsValidPred:])
+					if n := win[row][1] - win[row][0]; n > K && valid != uint32(K) {
+						t.Errorf("%s abs=%v: row %d (n = %d): %d valid predicted indices, want %d", kc.name, abs, row, n, valid, K)
+					}
+				}
+			}
+			for row := range rows {
+				start, end := win[row][0], win[row][1]
+				rel := make([]int32, K)
+				for j, c := range idx[row*K : (row+1)*K] {
+					if c >= 0 && abs {
+						c -= int32(start)
+					}
+					rel[j] = c
+				}
+				if err := topk.Check(host[row*stride+start:row*stride+end], K, kc.cfg.Sorted, rel, nil); err != nil {
+					t.Errorf("%s abs=%v: row %d (window [%d, %d)): %v", kc.name, abs, row, start, end, err)
+				}
+				for j, c := range rel {
+					want := int32(-1)
+					if c >= 0 {
+						col := int(c) + start
+						want = table[row*ptStride+col/pageSize]*pageSize + int32(col%pageSize)
+					}
+					if got := pages[row*K+j]; got != want {
+						t.Errorf("%s abs=%v: row %d slot %d: page output %d, want %d", kc.name, abs, row, j, got, want)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// servingKernels are the kernels the serving-contract tests run: gvr_topk
+// with gvr, topk_fallback with sorted output, topk_radix, and
+// gvr_topk_cluster in clusters of c holding maxN.
+func servingKernels(gvr gen.Config, c, maxN int) []struct {
+	name string
+	cfg  gen.Config
+} {
+	sorted := cfgK16
+	sorted.Sorted = true
+	cluster := cfgK16
+	cluster.Cluster, cluster.MaxN = c, maxN
+	return []struct {
+		name string
+		cfg  gen.Config
+	}{{"gvr_topk", gvr}, {"topk_fallback", sorted}, {"topk_radix", cfgK16}, {"gvr_topk_cluster", cluster}}
 }

@@ -115,9 +115,19 @@ type Batch struct {
 	// less than 0 counts as 0. Each row keeps its own prediction. 0 or 1:
 	// one row per length.
 	NextN int
+	// Windows (prefill, ragged batches): with RowStarts (host) or
+	// DeviceRowStarts (device, int32 [Rows]), row r selects among the
+	// columns [start, end) of its row, end being its length (Lengths or
+	// DeviceLengths); device starts are clamped to [0, end]. Indices
+	// count from the window's start, or from the row's with
+	// AbsoluteIndices (the prediction of the layer's next step is read in
+	// the same space). Not with NextN.
+	RowStarts       []int32
+	DeviceRowStarts *runtime.Buffer
+	AbsoluteIndices bool
 	// Pages, if set, is a caller-owned int32 [Rows, K] buffer that gets
 	// the fused page-table output: slot j of row r holds the selected
-	// column c mapped through the page table of the row's batch b = r /
+	// column c (in the row, whatever the index space) mapped through the page table of the row's batch b = r /
 	// NextN (r without NextN), PageTable[b*PageTableStride + c/PageSize] *
 	// PageSize + c%PageSize, or -1 where the index slot is -1; the
 	// indices themselves (Result.Indices, the layer's feedback) are

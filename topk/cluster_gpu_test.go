@@ -360,3 +360,65 @@ func nextNRows(rng *rand.Rand, seqLens []int32, nextN, stride int) (host []float
 	}
 	return host, x
 }
+
+// TestSelectWindows: prefill windows through a Selector: row r selects
+// among [RowStarts[r], Lengths[r]) of its row, indices from the window's
+// start or the row's (AbsoluteIndices), a fallback then a predicted step;
+// bad windows are refused.
+func TestSelectWindows(t *testing.T) {
+	d := gpu(t)
+	const stride = 70001
+	starts := []int32{0, 1, 5000, 69000, 30000, 100}
+	ends := []int32{stride, 70000, 9000, stride, 30000, 2148}
+	rows := len(starts)
+	sel, err := NewSelector(Config{MaxRows: rows, Values: true, Device: d})
+	must(t, err)
+	defer sel.Close()
+	k := sel.Config().K
+	rng := rand.New(rand.NewPCG(11, 12))
+	scores := alloc(t, d, 4*rows*stride)
+	for _, abs := range []bool{false, true} {
+		must(t, sel.Reset())
+		for step := range 2 {
+			host := make([]float32, rows*stride)
+			for i := range host {
+				host[i] = float32(math.NaN()) // outside every window
+			}
+			x := make([][]float32, rows)
+			for r := range rows {
+				x[r] = scoresRow(rng, int(ends[r]-starts[r]))
+				copy(host[r*stride+int(starts[r]):], x[r])
+			}
+			must(t, runtime.Upload(scores, host))
+			res, err := sel.Select(0, Batch{Scores: scores, Stride: stride, Rows: rows, Lengths: ends,
+				RowStarts: starts, AbsoluteIndices: abs}, nil)
+			must(t, err)
+			idx, vals := readResult(t, res)
+			for r := range rows {
+				rel := slices.Clone(idx[r*k : (r+1)*k])
+				for j, c := range rel {
+					if c >= 0 && abs {
+						rel[j] = c - starts[r]
+					}
+				}
+				want, _ := Reference(x[r], k, false)
+				if err := checkRow(x[r], want, rel, vals[r*k:(r+1)*k], false); err != nil {
+					t.Errorf("abs %v, step %d (%s, cluster %d), row %d (window [%d, %d)): %v", abs, step, res.Kernel, res.Cluster, r, starts[r], ends[r], err)
+				}
+			}
+		}
+	}
+	for _, bad := range []struct {
+		b    Batch
+		want string
+	}{
+		{Batch{Scores: scores, Stride: stride, Rows: rows, Lengths: ends, RowStarts: []int32{0, 1, 9001, 0, 0, 0}}, "starts outside"},
+		{Batch{Scores: scores, Stride: stride, Rows: rows, Lengths: ends, RowStarts: starts[:2]}, "2 RowStarts for 6 rows"},
+		{Batch{Scores: scores, Stride: stride, Rows: rows, Lengths: ends, AbsoluteIndices: true}, "AbsoluteIndices without windows"},
+		{Batch{Scores: scores, Stride: stride, Rows: rows, Lengths: ends[:2], NextN: 3, RowStarts: starts}, "windows (row starts) with NextN"},
+	} {
+		if _, err := sel.Select(0, bad.b, nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Select(bad windows): %v, want an error with %q", err, bad.want)
+		}
+	}
+}

@@ -234,7 +234,7 @@ func TestInterpreterMatchesGPU(t *testing.T) {
 			}
 			args := []arg{{name: "scores", u32s: math32bits(x)}, {name: "row_stride", v: stride}, {name: "lengths", u32s: lens},
 				{name: "out_idx", u32s: make([]uint32, rows*K)}, {name: "out_vals", u32s: make([]uint32, rows*K)},
-				{name: "next_n", v: 0}, {name: "out_count", v: 0},
+				{name: "next_n", v: 0}, {name: "row_starts", v: 0}, {name: "abs_idx", v: 0}, {name: "out_count", v: 0},
 				{name: "page_table", v: 0}, {name: "page_table_stride", v: 0}, {name: "page_size", v: 0}, {name: "out_pages", v: 0}}
 			if name == "gvr_topk" {
 				pred := randU32s(r, rows*K, stride) // a random prediction

@@ -453,7 +453,7 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		must(t, idxBuf.Memset32(nil, 0x7EEEEEEE))
 		must(t, valBuf.Memset32(nil, 0x7FBADBAD))
 		args := kern.Args().Set("scores", rowsBuf.Ptr()).Set("row_stride", uint64(sh.stride)).
-			Set("lengths", lenBuf.Ptr()).Set("out_idx", idxBuf.Ptr()).Set("out_vals", outVals).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
+			Set("lengths", lenBuf.Ptr()).Set("out_idx", idxBuf.Ptr()).Set("out_vals", outVals).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 		if set != nil {
 			set(args)
 		}
@@ -548,7 +548,7 @@ func TestDeterminism(t *testing.T) {
 		kern, err := Kernel(d, name, cfg)
 		must(t, err)
 		args := kern.Args().Set("scores", scores.Ptr()).Set("row_stride", n).Set("lengths", lenBuf.Ptr()).
-			Set("out_idx", idxBuf.Ptr()).Set("out_vals", valBuf.Ptr()).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
+			Set("out_idx", idxBuf.Ptr()).Set("out_vals", valBuf.Ptr()).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 		if name == "gvr_topk" {
 			args.Set("pred", predBuf.Ptr()).Set("pred_stride", uint64(k)).Set("pred_count", uint64(k))
 		}

@@ -53,6 +53,7 @@ type layer struct {
 	stats   *runtime.Buffer // [MaxRows] records, or nil
 	counts  *runtime.Buffer // int32 [MaxRows], or nil
 	lengths *runtime.Buffer // int32 [MaxRows]: Batch.Lengths land here
+	starts  *runtime.Buffer // int32 [MaxRows]: Batch.RowStarts land here
 	primed  bool            // idx holds a previous step
 
 	// The stream of the layer's last step queued outside a graph capture
@@ -141,6 +142,9 @@ func (s *Selector) allocate() error {
 		if l.lengths, err = s.dev.Alloc(c.MaxRows * 4); err != nil {
 			return err
 		}
+		if l.starts, err = s.dev.Alloc(c.MaxRows * 4); err != nil {
+			return err
+		}
 		if l.done, err = s.dev.NewSyncEvent(); err != nil {
 			return err
 		}
@@ -177,6 +181,7 @@ func (s *Selector) free() error {
 		l := &s.layers[i]
 		release(&l.idx)
 		release(&l.lengths)
+		release(&l.starts)
 		release(&l.vals)
 		release(&l.stats)
 		release(&l.counts)
@@ -232,6 +237,20 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if err := s.after(l, st, capturing); err != nil {
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
+	starts := b.DeviceRowStarts
+	if b.RowStarts != nil {
+		if err := runtime.UploadAsync(st, l.starts, b.RowStarts); err != nil {
+			return Result{}, fmt.Errorf("topk: Select (layer %d): copying the row starts: %w", layer, err)
+		}
+		starts = l.starts
+	}
+	var startsPtr, abs uint64 // null: no windows
+	if starts != nil {
+		startsPtr = starts.Ptr()
+	}
+	if b.AbsoluteIndices {
+		abs = 1
+	}
 	lengths := b.DeviceLengths
 	if b.Lengths != nil {
 		if err := runtime.UploadAsync(st, l.lengths, b.Lengths); err != nil {
@@ -279,7 +298,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		pages, table = b.Pages.Ptr(), b.PageTable.Ptr()
 	}
 	args.Set("scores", b.Scores.Ptr()).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths.Ptr()).
-		Set("next_n", uint64(b.NextN)).Set("out_idx", l.idx.Ptr()).Set("out_vals", vals).Set("out_count", counts).
+		Set("next_n", uint64(b.NextN)).Set("row_starts", startsPtr).Set("abs_idx", abs).Set("out_idx", l.idx.Ptr()).Set("out_vals", vals).Set("out_count", counts).
 		Set("page_table", table).Set("page_table_stride", uint64(b.PageTableStride)).Set("page_size", uint64(b.PageSize)).
 		Set("out_pages", pages)
 	if l.stats != nil {
@@ -381,6 +400,9 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 	if err := s.checkPages(b, lens, onDevice); err != nil {
 		return err
 	}
+	if err := checkWindows(b, onDevice); err != nil {
+		return err
+	}
 	if b.DeviceLengths != nil {
 		return onDevice("DeviceLengths", b.DeviceLengths, 4*lens)
 	}
@@ -390,6 +412,36 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 	for r, n := range b.Lengths {
 		if n < 0 || int(n) > b.Stride {
 			return fmt.Errorf("Lengths[%d] = %d: outside [0, Stride = %d]", r, n, b.Stride)
+		}
+	}
+	return nil
+}
+
+// checkWindows checks a batch's windows: host starts within their rows'
+// ends (what device starts cannot be, the kernel clamps), one per row.
+func checkWindows(b Batch, onDevice func(string, *runtime.Buffer, int) error) error {
+	switch {
+	case b.RowStarts == nil && b.DeviceRowStarts == nil:
+		if b.AbsoluteIndices {
+			return errors.New("AbsoluteIndices without windows (RowStarts or DeviceRowStarts)")
+		}
+		return nil
+	case b.RowStarts != nil && b.DeviceRowStarts != nil:
+		return errors.New("the batch has both RowStarts and DeviceRowStarts: set one")
+	case b.NextN > 1:
+		return fmt.Errorf("windows (row starts) with NextN = %d: a row is either a window or one of a sequence's NextN rows", b.NextN)
+	case b.DeviceRowStarts != nil:
+		return onDevice("DeviceRowStarts", b.DeviceRowStarts, 4*b.Rows)
+	case len(b.RowStarts) != b.Rows:
+		return fmt.Errorf("%d RowStarts for %d rows", len(b.RowStarts), b.Rows)
+	}
+	for r, start := range b.RowStarts {
+		end := int32(b.Stride)
+		if b.Lengths != nil {
+			end = b.Lengths[r]
+		}
+		if start < 0 || start > end {
+			return fmt.Errorf("RowStarts[%d] = %d: the window [%d, %d) starts outside [0, its end]", r, start, start, end)
 		}
 	}
 	return nil

@@ -142,7 +142,7 @@ func (b *bencher) ablation() error {
 				}
 				set := func(kn *runtime.Kernel, stats bool) *ptx.Args {
 					args := kn.Args().Set("scores", scores.Ptr()).Set("row_stride", uint64(stride)).
-						Set("lengths", bufs["lengths"].Ptr()).Set("out_idx", bufs["out"].Ptr()).Set("out_vals", 0).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
+						Set("lengths", bufs["lengths"].Ptr()).Set("out_idx", bufs["out"].Ptr()).Set("out_vals", 0).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 					if args.Launch().Param("pred") != nil {
 						args.Set("pred", bufs["pred"].Ptr()).Set("pred_stride", uint64(k)).Set("pred_count", uint64(k))
 					}

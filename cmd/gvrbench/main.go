@@ -471,7 +471,7 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	if isFloor(name) {
 		return a.Set("held", d.out[name].Ptr())
 	}
-	a.Set("out_idx", d.out[name].Ptr()).Set("out_vals", vals).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
+	a.Set("out_idx", d.out[name].Ptr()).Set("out_vals", vals).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 	K := uint64(b.o.k)
 	prefix, _ := clusterOf(name)
 	switch {

@@ -73,7 +73,7 @@ func TestSummary(t *testing.T) {
 		"target: sm_90, PTX ISA 7.8",
 		"launch: 512 threads per CTA",
 		"entry gvr_topk",
-		"params (14):",
+		"params (16):",
 		"  scores             .u64",
 		"  out_vals           .u64",
 		"registers:",

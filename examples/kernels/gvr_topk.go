@@ -35,6 +35,13 @@ var GVRTopK = ptx.Launch{
 		Name: "next_n",
 		T:    ptx.U64,
 	}, {
+		Name:     "row_starts",
+		PtrAlign: 4,
+		T:        ptx.U64,
+	}, {
+		Name: "abs_idx",
+		T:    ptx.U64,
+	}, {
 		Name:     "pred",
 		PtrAlign: 4,
 		T:        ptx.U64,

@@ -68,7 +68,7 @@ func (b Batch) Set(a *ptx.Args, scores, lengths, pred, idx, vals uint64) *ptx.Ar
 	if !b.Values {
 		vals = 0
 	}
-	return a.Set("out_vals", vals).Set("next_n", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
+	return a.Set("out_vals", vals).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
 }
 
 // Output is what a launch wrote: Rows()*K indices and values (poison

@@ -274,7 +274,7 @@ func topkArgs(mem *Memory, rows [][]float32, n, k int) (map[string]uint64, uint6
 	}
 	out := mem.Alloc(4*len(rows)*k, 0)
 	return map[string]uint64{"scores": mem.AllocF32s(x), "row_stride": uint64(stride), "lengths": mem.AllocU32s(lengths),
-		"out_idx": out, "out_vals": mem.Alloc(4*len(rows)*k, 0), "next_n": 0, "out_count": 0, "page_table": 0, "page_table_stride": 0, "page_size": 0, "out_pages": 0}, out
+		"out_idx": out, "out_vals": mem.Alloc(4*len(rows)*k, 0), "next_n": 0, "row_starts": 0, "abs_idx": 0, "out_count": 0, "page_table": 0, "page_table_stride": 0, "page_size": 0, "out_pages": 0}, out
 }
 
 // checkTopK checks the kernel's out_idx and out_vals for rows against the
