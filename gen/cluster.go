@@ -59,9 +59,10 @@ func clusterSharedBytes(name string, cfg Config) int {
 	var l layout
 	if generators[name].topk {
 		newTopKShared(&l, cfg, true)
-		allocExchange(&l, cfg)
+		allocClusterTopK(&l, cfg)
+	} else {
+		allocCluster(&l, cfg)
 	}
-	allocCluster(&l, cfg)
 	return l.size
 }
 
@@ -419,18 +420,21 @@ type clusterPart struct {
 // Phase 2's first pass counts firstPoints thresholds.
 const exchangeVals = firstPoints
 
-// allocExchange lays out the exchange buffers of a cluster of cfg.
-func allocExchange(l *layout, cfg Config) [2]region {
+// allocClusterTopK lays out, after the Top-K shared memory in l, a
+// cluster Top-K kernel's exchange buffers and then its slice, which takes
+// what is left.
+func allocClusterTopK(l *layout, cfg Config) (xchg [2]region, sh clusterShared) {
 	bytes := 4 * exchangeVals * cfg.cluster()
-	return [2]region{l.alloc("exchange0", bytes, 16), l.alloc("exchange1", bytes, 16)}
+	xchg = [2]region{l.alloc("exchange0", bytes, 16), l.alloc("exchange1", bytes, 16)}
+	return xchg, allocCluster(l, cfg)
 }
 
 // newClusterPart lays out a cluster Top-K kernel's exchange and slice
 // after the Top-K shared memory: the slice takes what is left.
 func (t *topk) newClusterPart(cfg Config) *clusterPart {
 	e := t.e
-	p := &clusterPart{size: cfg.cluster(), xchg: allocExchange(&t.smem.layout, cfg)}
-	p.sh = allocCluster(&t.smem.layout, cfg)
+	p := &clusterPart{size: cfg.cluster()}
+	p.xchg, p.sh = allocClusterTopK(&t.smem.layout, cfg)
 	p.cur, p.both = t.u32(), t.u32()
 	e.Add(p.cur, t.smem.base, ptx.Imm(int64(p.xchg[0].off)))
 	e.Add(p.both, t.smem.base, ptx.Imm(int64(p.xchg[1].off)))

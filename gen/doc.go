@@ -16,7 +16,9 @@
 // the Top-K kernels and the building-block kernels that exist to test one
 // block each; cmd/ptxgen prints any of them and golden/ keeps their text.
 //
-// Kernels run one CTA per row and are written from building blocks: Go
+// Kernels run one CTA per row, or one thread-block cluster per row (the
+// cluster kernels, sm_90+, cluster.go), and are written from building
+// blocks: Go
 // functions that emit code into the CTA under construction (cta.go), such as
 // warp and block reductions, a block-wide exclusive scan, a walk over a row
 // with 16-byte vector loads that copes with unaligned rows and any length,
@@ -24,7 +26,8 @@
 // the Top-K order, and an exact radix select with a shared-memory
 // histogram. Each block is short and says why it is correct; a kernel reads
 // like the paper's phases. The "combine across the CTA" steps are kept
-// separate so that a cluster version can combine across the cluster instead.
+// separate, and the cluster Top-K kernels run the same phases over their
+// slices with those steps combining across the cluster instead.
 //
 // The Top-K kernels (gvr.go) follow the GVR paper's four phases, with
 // changes that measurements on an H200 paid for (docs/perf-notes.md):
@@ -45,22 +48,27 @@
 //   - Phase 3 (collection) is the paper's ballot-free pass: each thread's
 //     count from Phase 2 gives, by a block prefix sum, where its candidates
 //     go.
-//   - Phase 4 (refine) is an exact radix select on the candidates' keys in
-//     shared memory (Bins-bin histogram, 2048 bins: three passes), then, if
-//     only some of the elements equal to the K-th key fit, a second one on
-//     their inverted indices, so ties go to the lowest indices.
+//   - Phase 4 (refine) is an exact radix select in shared memory on the
+//     candidates' key offsets within the span of their keys (Bins-bin
+//     histogram): after the first digit the K-th candidate's bin usually
+//     holds at most 32, which one warp ranks; otherwise the other digits
+//     follow and, if only some of the elements equal to the K-th key fit, a
+//     select on their inverted indices, so ties go to the lowest indices.
 //
 // Without a prediction (topk_fallback, or gvr_topk with an empty or garbage
 // one) the first guess comes from a strided row sample held in registers.
 // When no threshold can bracket the K-th key (ties wider than
 // MaxCandidates, NaN mass), the exact path is a radix select over the row in
 // global memory, as in topk_radix (which alone also finishes a small K-th
-// bin in one warp: measured faster there, slower inside the GVR kernels).
+// bin in one warp there: measured faster in topk_radix, slower on the GVR
+// kernels' exact path).
 // Its passes are one PTX loop over the digits, so the long row walk is
 // emitted once rather than once per digit; Phase 4's passes over the short
 // candidate walk stay inlined.
 // The output is written in walk order from block prefix sums, or in rank
-// order with Sorted: bit-identical run to run.
+// order with Sorted: bit-identical run to run. The serving contracts are
+// parameters of every Top-K kernel: next_n (speculative-decoding rows),
+// row_starts and abs_idx (windows), out_count, and the page-table output.
 //
 // Every kernel parameter is 64 bits wide (the kernel ABI), shared memory is
 // the module's one dynamic (.extern) array, and the generated PTX carries

@@ -17,7 +17,9 @@ import (
 //     two kernels above, taken when no threshold can be bracketed (ties at
 //     the K-th value wider than MaxCandidates, say).
 //
-// Rows of length n <= K are copied whole, padded with index -1 (value -Inf).
+// gvr_topk_cluster and topk_fallback_cluster run the first two with one
+// cluster of CTAs per row (cluster.go). Rows of length n <= K are copied
+// whole, padded with index -1 (value -Inf).
 
 // Paths a row can take, as the instrumentation record reports them.
 const (

@@ -370,7 +370,7 @@ type outRow struct {
 	// begins in the row (0 without windows), offset what is added to an
 	// index written out (start with absolute indices, else 0). The page
 	// table is indexed by the column in the row, index + start.
-	start, offset ptx.Reg // u32, or invalid where the kernel has no windows
+	start, offset ptx.Reg // u32
 }
 
 // pageOut is the fused page-table output of a row (the serving engines'
@@ -393,12 +393,10 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 		return
 	}
 	valid := c.setp(ptx.NE, idx, ptx.Imm(0xFFFFFFFF)) // not a padding slot
-	if o.offset.T != ptx.TypeInvalid {
-		out := c.u32()
-		e.Mov(out, idx)
-		e.Guarded(valid, func() { e.Add(out, out, o.offset) })
-		idx = out
-	}
+	out := c.u32()
+	e.Mov(out, idx)
+	e.Guarded(valid, func() { e.Add(out, out, o.offset) })
+	idx = out
 	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, pos, 4), idx)
 	e.If(o.hasVals, func() {
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)

@@ -22,7 +22,7 @@ type step struct {
 
 // device is what the choice needs to know of a device.
 type device struct {
-	name     string // as the driver reports it; picks a Tuning
+	tuning   *Tuning // its GPU model's measured choice, or nil
 	sms      int
 	clusters bool // thread-block clusters (sm_90+)
 }
@@ -51,7 +51,7 @@ const (
 func choose(s step) choice {
 	c := 0
 	if s.device.clusters {
-		if t := tuningFor(s.device.name); t != nil {
+		if t := s.device.tuning; t != nil {
 			c = t.cluster(s.rows, s.n)
 		} else {
 			c = defaultCluster(s)
@@ -151,23 +151,20 @@ var tunings = func() map[string]*Tuning {
 	return m
 }()
 
-// tuningFor is the embedded table for the GPU called name, or nil.
-func tuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
-
 // TuningFor is the measured kernel choice gvr keeps for the GPU called
 // name (runtime.Info.Name), or nil if it has none.
-func TuningFor(name string) *Tuning { return tuningFor(name) }
+func TuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
 
 // Choice is the kernel a Selector picks for rows rows of at most n
 // elements on the device info describes, with a prediction (the layer's
 // previous step) or without: its name, and for a cluster kernel the
 // cluster size (0 otherwise).
 func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int) {
-	c := choose(step{rows: rows, n: n, predicted: predicted, device: gpuOf(info)})
+	c := choose(step{rows: rows, n: n, predicted: predicted, device: deviceOf(info)})
 	return c.name, c.cluster
 }
 
-// gpuOf is what choose needs to know of the device info describes.
-func gpuOf(info runtime.Info) device {
-	return device{name: info.Name, sms: info.SMs, clusters: info.Target.Has(ptx.FeatCluster)}
+// deviceOf is what choose needs to know of the device info describes.
+func deviceOf(info runtime.Info) device {
+	return device{tuning: TuningFor(info.Name), sms: info.SMs, clusters: info.Target.Has(ptx.FeatCluster)}
 }

@@ -8,11 +8,9 @@ func TestChoose(t *testing.T) {
 	if err := tuned.Check(); err != nil {
 		t.Fatal(err)
 	}
-	tunings[tuned.Device] = tuned
-	defer delete(tunings, tuned.Device)
-	h := device{name: "Test GPU", sms: 132, clusters: true}
-	other := device{name: "Other GPU", sms: 132, clusters: true}
-	old := device{name: "Old GPU", sms: 108}
+	h := device{tuning: tuned, sms: 132, clusters: true}
+	other := device{sms: 132, clusters: true}
+	old := device{sms: 108}
 	for _, c := range []struct {
 		s    step
 		want choice

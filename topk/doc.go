@@ -16,8 +16,12 @@
 // kernel's output against it, as a set unless the output is sorted.
 //
 // Selector runs the GVR kernels on a GPU through package runtime, keeping
-// each layer's Top-K on the device as the next step's prediction. It needs
-// the cuda build tag; without it NewSelector returns runtime.ErrNoCUDA.
+// each layer's Top-K on the device as the next step's prediction, and picks
+// per step one CTA or a thread-block cluster per row from a table measured
+// on the GPU model (Tuning, Choice). A Batch can carry the serving engines'
+// contracts: NextN rows per sequence, windows, the fused page-table output;
+// Config.Counts adds the valid outputs per row. It needs the cuda build
+// tag; without it NewSelector returns runtime.ErrNoCUDA.
 // Synthetic and Decode generate the GVR paper's synthetic indexer scores and
 // decode trajectories; NewTrajectory generates decode trajectories whose
 // score distributions and step-to-step Top-K overlap follow the paper's

@@ -88,7 +88,7 @@ func NewSelector(cfg Config) (*Selector, error) {
 		return nil, err
 	}
 	kcfg := cfg.kernelConfig(t)
-	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: gpuOf(dev.Info())}
+	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: deviceOf(dev.Info())}
 	for _, c := range s.choices() {
 		kc := kcfg
 		kc.Cluster = c.cluster
