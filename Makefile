@@ -62,12 +62,17 @@ cuda-headers: ## fetch CUDA 11.8 cuda.h + libcuda.so stub into the cache
 
 # golden/ holds sm_90 PTX; every kernel but the cluster ones (sm_90+) is
 # also generated for sm_80 (the oldest target, PTX 7.0) into a temporary
-# directory and assembled.
+# directory and assembled, the Top-K kernels for 16-bit scores too.
+TOPK_KERNELS = /^  (gvr_topk|topk_)/
 ptxas-check: ## assemble golden/ and every kernel for sm_80 with ptxas 11.8 (PTXAS=... for another)
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
-	for k in $$($(GO) run ./cmd/ptxgen -list | awk '/^  / && $$1 !~ /cluster/ {print $$1}'); do \
-		$(GO) run ./cmd/ptxgen -kernel $$k -arch sm_80 -o "$$d/$${k}_sm_80.ptx" || exit 1; \
-	done && scripts/ptxas-check.sh golden "$$d"
+	$(GO) build -o "$$d/ptxgen" ./cmd/ptxgen && \
+	for k in $$("$$d/ptxgen" -list | awk '/^  / && $$1 !~ /cluster/ {print $$1}'); do \
+		"$$d/ptxgen" -kernel $$k -arch sm_80 -o "$$d/$${k}_sm_80.ptx" || exit 1; \
+	done && \
+	for k in $$("$$d/ptxgen" -list | awk '$(TOPK_KERNELS) && $$1 !~ /cluster/ {print $$1}'); do for s in f16 bf16; do \
+		"$$d/ptxgen" -kernel $$k -arch sm_80 -scores $$s -o "$$d/$${k}_$${s}_sm_80.ptx" || exit 1; \
+	done; done && rm "$$d/ptxgen" && scripts/ptxas-check.sh golden "$$d"
 
 # ptxas 11.8 knows PTX up to 7.8: sm_90a (PTX 8.0), bulk copies and the
 # cluster qualifiers of 8.0 need 12.x. ptxas12-check assembles golden/'s sm_90
@@ -81,6 +86,9 @@ ptxas12-check: ## assemble golden/*_sm_90*.ptx and every kernel for sm_90, sm_90
 	$(GO) build -o "$$d/ptxgen" ./cmd/ptxgen && \
 	for k in $$("$$d/ptxgen" -list | awk '/^  /{print $$1}'); do for a in sm_90 sm_90a; do \
 		"$$d/ptxgen" -kernel $$k -arch $$a -o "$$d/$${k}_$$a.ptx" || exit 1; \
+	done; done && \
+	for k in $$("$$d/ptxgen" -list | awk '$(TOPK_KERNELS) {print $$1}'); do for s in f16 bf16; do \
+		"$$d/ptxgen" -kernel $$k -arch sm_90 -scores $$s -o "$$d/$${k}_$${s}_sm_90.ptx" || exit 1; \
 	done; done && rm "$$d/ptxgen" && \
 	PTXAS="$$p" scripts/ptxas-check.sh golden/*_sm_90*.ptx "$$d"
 

@@ -158,31 +158,33 @@ func (c *cta) blockScan(v ptx.Reg, scratch region) (excl, total ptx.Reg) {
 	return excl, total
 }
 
-// rowWalk emits a walk over the n floats at global address row, in the one
+// rowWalk emits a walk over the n scores at global address row, in the one
 // order every pass over a row uses, so that a later pass sees each thread's
 // elements in the same order as an earlier one: first the scalar head up to
-// the first 16-byte boundary (one element per thread), then float4 vectors
-// round-robin over the threads, unroll vectors per thread in flight at once,
-// then the scalar tail. visit is called (at emission time) for each loaded
-// element with its value and a function that emits its row index.
+// the first 16-byte boundary (one element per thread), then 16-byte vectors
+// (4 floats or 8 16-bit scores) round-robin over the threads, unroll vectors
+// per thread in flight at once, then the scalar tail. visit is called (at
+// emission time) for each loaded element with its value (widened to f32)
+// and a function that emits its row index.
 //
-// row must be 4-byte aligned (any float row is); it need not be 16-byte
-// aligned, and n need not be a multiple of 4.
+// row must be aligned to the score size (any row is); it need not be
+// 16-byte aligned, and n need not be a multiple of the vector.
 func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
 	e := c.e
 	T := int64(c.threads)
+	V := int64(c.perVec())
 
 	head := c.headElems(row, n)
 	e.If(c.setp(ptx.LT, c.tid, head), func() {
 		c.visitScalar(row, c.tid, visit)
 	})
 
-	// Vectors start at row + 4*head.
+	// Vectors start at row + size*head.
 	nvec := c.u32()
 	e.Sub(nvec, n, head)
-	e.Shr(nvec, nvec, ptx.Imm(2))
+	e.Shr(nvec, nvec, ptx.Imm(log2(V)))
 	vrow := c.u64()
-	e.MulWide(vrow, head, ptx.Imm(4))
+	e.MulWide(vrow, head, ptx.Imm(int64(c.size())))
 	e.Add(vrow, vrow, row)
 
 	i := c.u32()
@@ -217,9 +219,9 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 		e.Add(i, i, ptx.Imm(T))
 	})
 
-	// Tail: the last n-head mod 4 elements, one per thread.
+	// Tail: the last (n-head) mod V elements, one per thread.
 	t0 := c.u32()
-	e.Mad(t0, nvec, ptx.Imm(4), head)
+	e.Mad(t0, nvec, ptx.Imm(V), head)
 	rem := c.u32()
 	e.Sub(rem, n, t0)
 	e.If(c.setp(ptx.LT, c.tid, rem), func() {
@@ -229,8 +231,18 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 	})
 }
 
-// headElems is how many 4-byte elements at global address a come before
-// the first 16-byte boundary at or after it (0 to 3), at most n.
+// log2 is the base-2 logarithm of the power of two v.
+func log2(v int64) int64 {
+	l := int64(0)
+	for v > 1 {
+		v >>= 1
+		l++
+	}
+	return l
+}
+
+// headElems is how many scores at global address a come before the first
+// 16-byte boundary at or after it (0 to perVec-1), at most n.
 func (c *cta) headElems(a, n ptx.Reg) ptx.Reg {
 	e := c.e
 	lo := c.u32()
@@ -239,37 +251,35 @@ func (c *cta) headElems(a, n ptx.Reg) ptx.Reg {
 	head := c.u32()
 	e.Sub(head, ptx.Imm(16), lo)
 	e.And(head, head, ptx.Imm(15))
-	e.Shr(head, head, ptx.Imm(2))
+	e.Shr(head, head, ptx.Imm(log2(int64(c.size()))))
 	e.Min(head, head, n)
 	return head
 }
 
 func (c *cta) visitScalar(row, j ptx.Reg, visit func(ptx.Reg, func() ptx.Reg)) {
-	e := c.e
-	a := c.u64()
-	e.MulWide(a, j, ptx.Imm(4))
-	e.Add(a, a, row)
 	x := c.f32()
-	e.LdNC(x, ptx.At(a, 0))
+	c.loadScore(x, row, j)
 	visit(x, func() ptx.Reg { return j })
 }
 
+// loadVec loads vector v of the vectors at global address vrow.
 func (c *cta) loadVec(vrow, v ptx.Reg) ptx.Vec {
 	e := c.e
 	a := c.u64()
 	e.MulWide(a, v, ptx.Imm(16))
 	e.Add(a, a, vrow)
-	x := ptx.Vec{c.f32(), c.f32(), c.f32(), c.f32()}
+	x := c.newVec()
 	e.LdNC(x, ptx.At(a, 0))
 	return x
 }
 
 func (c *cta) visitVec(x ptx.Vec, head, v ptx.Reg, visit func(ptx.Reg, func() ptx.Reg)) {
+	xs := c.unpackVec(x)
 	// The vector's first index, computed once and only if some visit asks:
 	// a pass that does not need indices pays nothing (ptxas drops it).
 	base := c.u32()
-	c.e.Mad(base, v, ptx.Imm(4), head)
-	for j, xj := range x {
+	c.e.Mad(base, v, ptx.Imm(int64(len(xs))), head)
+	for j, xj := range xs {
 		visit(xj, func() ptx.Reg {
 			if j == 0 {
 				return base

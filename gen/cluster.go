@@ -17,15 +17,15 @@ import (
 type clusterShared struct {
 	bar   region // the mbarrier the bulk copy completes on (8 bytes)
 	count region // a u32 the cluster's CTAs add into (rank 0's is used)
-	slice region // the slice, shifted by 0-3 words so that its 16-byte-aligned part lands 16-byte aligned
+	slice region // the slice, shifted by 0 to perVec-1 elements so that its 16-byte-aligned part lands 16-byte aligned
 	cap   int    // elements the slice region holds
 }
 
 // sliceCapacity is how many elements of a row of at most maxN elements
-// each of c CTAs holds: ceil(maxN/c) rounded up to a whole vector of 4.
-func sliceCapacity(maxN, c int) int {
+// each of c CTAs holds: ceil(maxN/c) rounded up to a whole vector of v.
+func sliceCapacity(maxN, c, v int) int {
 	per := (maxN + c - 1) / c
-	return (per + 3) / 4 * 4
+	return (per + v - 1) / v * v
 }
 
 // maxN is cfg.MaxN, or when it is 0 the longest row the cluster can hold:
@@ -35,20 +35,22 @@ func (cfg Config) maxN(used int) int {
 	if cfg.MaxN > 0 {
 		return cfg.MaxN
 	}
-	const overhead = 8 + 4 + 3*4 + 16 // mbarrier, counter, shift, alignment
-	per := (MaxSharedPerBlock(cfg.Target) - used - overhead - 4*32) / 4 / 4 * 4
-	return max(per, 4) * cfg.cluster()
+	size, v := cfg.Scores.Size(), 16/cfg.Scores.Size()
+	overhead := 8 + 4 + (v-1)*size + 16 // mbarrier, counter, shift, alignment
+	per := (MaxSharedPerBlock(cfg.Target) - used - overhead - 4*32) / size / v * v
+	return max(per, v) * cfg.cluster()
 }
 
 // allocCluster lays out a cluster kernel's slice for cfg after what l
 // holds already.
 func allocCluster(l *layout, cfg Config) clusterShared {
-	cap := sliceCapacity(cfg.maxN(l.size), cfg.cluster())
+	size, v := cfg.Scores.Size(), 16/cfg.Scores.Size()
+	cap := sliceCapacity(cfg.maxN(l.size), cfg.cluster(), v)
 	return clusterShared{
 		bar:   l.alloc("mbarrier", 8, 8),
 		count: l.alloc("cluster_count", 4, 4),
-		// 3 words more: the shift of up to 3 words that aligns the slice.
-		slice: l.alloc("slice", 4*(cap+3), 16),
+		// v-1 elements more: the shift that aligns the slice.
+		slice: l.alloc("slice", size*(cap+v-1), 16),
 		cap:   cap,
 	}
 }
@@ -56,19 +58,37 @@ func allocCluster(l *layout, cfg Config) clusterShared {
 // clusterSharedBytes is the dynamic shared memory cluster kernel name
 // needs for cfg, for Validate-style checks before generating.
 func clusterSharedBytes(name string, cfg Config) int {
+	size, _ := clusterLayout(name, cfg)
+	return size
+}
+
+// clusterLayout is the shared memory of cluster kernel name for cfg: its
+// size in bytes and its slice.
+func clusterLayout(name string, cfg Config) (int, clusterShared) {
 	var l layout
+	var sh clusterShared
 	if generators[name].topk {
 		newTopKShared(&l, cfg, true)
-		allocClusterTopK(&l, cfg)
+		_, sh = allocClusterTopK(&l, cfg)
 	} else {
-		allocCluster(&l, cfg)
+		sh = allocCluster(&l, cfg)
 	}
-	return l.size
+	return l.size, sh
+}
+
+// ClusterMaxN is the longest row cluster kernel name for cfg holds in its
+// cluster's shared memory: cfg.MaxN rounded up to whole vectors per CTA,
+// or with MaxN 0 what the shared memory left holds (twice as many 16-bit
+// scores as float32 ones). Longer rows are exact too, their excess read
+// from global memory.
+func ClusterMaxN(name string, cfg Config) int {
+	_, sh := clusterLayout(name, cfg)
+	return sh.cap * cfg.cluster()
 }
 
 // slice is this CTA's part of its cluster's row, once in shared memory:
 // elements [lo, lo+held) of the row are at shared address at (a u32
-// register) onwards, one word each; elements [lo+held, lo+n) did not fit
+// register) onwards, as they are in the row (4 or 2 bytes each); elements [lo+held, lo+n) did not fit
 // (a row longer than MaxN) and stay in global memory at over.
 type slice struct {
 	rank, row ptx.Reg // %cluster_ctarank, %clusterid.x: the row
@@ -80,9 +100,10 @@ type slice struct {
 
 // loadSlice brings this CTA's slice of row (a global address, rowLen
 // elements) into shared memory: CTA r of C takes elements [r*chunk,
-// (r+1)*chunk), chunk = ceil(rowLen/C) rounded up to 4. The 16-byte-aligned
-// middle of the slice comes by one bulk copy completing on the mbarrier;
-// the 0-3 elements before it and after it by plain loads, meanwhile. It
+// (r+1)*chunk), chunk = ceil(rowLen/C) rounded up to a vector (16 bytes).
+// The 16-byte-aligned middle of the slice comes by one bulk copy
+// completing on the mbarrier; the elements before it and after it (less
+// than a vector each) by plain loads, meanwhile. It
 // ends with the slice in shared memory and every thread past a cluster
 // and a CTA barrier. before runs once the copy has started, before the
 // cluster barrier that makes what it sets up visible to the other CTAs (a
@@ -103,12 +124,13 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	e.Mov(s.rank, ptx.ClusterCtaRank)
 	e.Mov(s.row, ptx.ClusterIDX)
 
-	// chunk = ceil(rowLen/C) rounded up to 4; lo = min(rank*chunk, rowLen);
+	// chunk = ceil(rowLen/C) rounded up to V; lo = min(rank*chunk, rowLen);
 	// n = min(chunk, rowLen-lo).
+	size, V := int64(c.size()), int64(c.perVec())
 	chunk := c.u32()
-	e.Add(chunk, rowLen, ptx.Imm(int64(4*clusterSize-1)))
-	e.Div(chunk, chunk, ptx.Imm(int64(4*clusterSize)))
-	e.Shl(chunk, chunk, ptx.Imm(2))
+	e.Add(chunk, rowLen, ptx.Imm(V*int64(clusterSize)-1))
+	e.Div(chunk, chunk, ptx.Imm(V*int64(clusterSize)))
+	e.Shl(chunk, chunk, ptx.Imm(log2(V)))
 	s.lo = c.u32()
 	e.Mul(s.lo, s.rank, chunk)
 	e.Min(s.lo, s.lo, rowLen)
@@ -119,29 +141,29 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	e.Min(s.held, s.n, ptx.Imm(int64(sh.cap)))
 
 	// The slice's global address g; head = elements before the first
-	// 16-byte boundary at or after g (0-3, at most held); the vectors
-	// after them; tail = what is left of held.
+	// 16-byte boundary at or after g (less than V, at most held); the
+	// vectors after them; tail = what is left of held.
 	g := c.u64()
-	e.MulWide(g, s.lo, ptx.Imm(4))
+	e.MulWide(g, s.lo, ptx.Imm(size))
 	e.Add(g, g, row)
 	head := c.headElems(g, s.held)
 	vecBytes := c.u32()
 	e.Sub(vecBytes, s.held, head)
-	e.And(vecBytes, vecBytes, ptx.Imm(^int64(3)))
-	e.Shl(vecBytes, vecBytes, ptx.Imm(2))
+	e.And(vecBytes, vecBytes, ptx.Imm(^(V - 1)))
+	e.Shl(vecBytes, vecBytes, ptx.Imm(log2(size)))
 
-	// Element j sits at word shift+j of the slice region, shift =
-	// (4-head) mod 4: then element head, the first vector, is 16-byte
+	// Element j sits at element shift+j of the slice region, shift =
+	// (V-head) mod V: then element head, the first vector, is 16-byte
 	// aligned in shared memory as in global memory (the bulk copy needs
 	// both).
 	shift := c.u32()
-	e.Sub(shift, ptx.Imm(4), head)
-	e.And(shift, shift, ptx.Imm(3))
+	e.Sub(shift, ptx.Imm(V), head)
+	e.And(shift, shift, ptx.Imm(V-1))
 	s.at = c.u32()
-	e.Mad(s.at, shift, ptx.Imm(4), c.smem.base)
+	e.Mad(s.at, shift, ptx.Imm(size), c.smem.base)
 	e.Add(s.at, s.at, ptx.Imm(int64(sh.slice.off)))
 	s.over = c.u64()
-	e.MulWide(s.over, s.held, ptx.Imm(4))
+	e.MulWide(s.over, s.held, ptx.Imm(size))
 	e.Add(s.over, s.over, g)
 
 	// Thread 0 initialises the mbarrier and starts the copy at once: the
@@ -156,10 +178,10 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 		e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, state, bar, vecBytes)
 		e.If(c.setp(ptx.GT, vecBytes, ptx.Imm(0)), func() {
 			src := c.u64()
-			e.MulWide(src, head, ptx.Imm(4))
+			e.MulWide(src, head, ptx.Imm(size))
 			e.Add(src, src, g)
 			dst := c.u32()
-			e.Mad(dst, head, ptx.Imm(4), s.at)
+			e.Mad(dst, head, ptx.Imm(size), s.at)
 			e.CpAsyncBulk(ptx.At(dst, 0), ptx.At(src, 0), vecBytes, bar)
 		})
 	})
@@ -174,19 +196,17 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	e.BarrierClusterArrive(ptx.SemRelease)
 	// Meanwhile the head and the tail, one element per thread.
 	tail0 := c.u32()
-	e.Shr(tail0, vecBytes, ptx.Imm(2))
+	e.Shr(tail0, vecBytes, ptx.Imm(log2(size)))
 	e.Add(tail0, tail0, head)
 	tail := c.u32()
 	e.Sub(tail, s.held, tail0)
 	copyElem := func(j ptx.Reg) {
 		a := c.u64()
-		e.MulWide(a, j, ptx.Imm(4))
+		e.MulWide(a, j, ptx.Imm(size))
 		e.Add(a, a, g)
-		x := c.f32()
-		e.LdNC(x, ptx.At(a, 0))
 		d := c.u32()
-		e.Mad(d, j, ptx.Imm(4), s.at)
-		e.St(ptx.SpaceShared, ptx.F32, ptx.At(d, 0), x)
+		e.Mad(d, j, ptx.Imm(size), s.at)
+		c.copyScore(ptx.At(d, 0), ptx.At(a, 0))
 	}
 	e.If(c.setp(ptx.LT, c.tid, head), func() { copyElem(c.tid) })
 	e.If(c.setp(ptx.LT, c.tid, tail), func() {
@@ -216,9 +236,9 @@ func (c *cta) sliceWalk(s slice, unroll int, visit func(x ptx.Reg, idx func() pt
 	B := int64(c.threads)
 	at := func(j ptx.Reg) (ptx.Reg, func() ptx.Reg) {
 		a := c.u32()
-		e.Mad(a, j, ptx.Imm(4), s.at)
+		e.Mad(a, j, ptx.Imm(int64(c.size())), s.at)
 		x := c.f32()
-		e.Ld(ptx.SpaceShared, x, ptx.At(a, 0))
+		c.loadScoreAt(x, ptx.At(a, 0), ptx.SpaceShared)
 		return x, func() ptx.Reg {
 			i := c.u32()
 			e.Add(i, s.lo, j)

@@ -14,10 +14,13 @@ type Config struct {
 	BlockSize     int        // threads per CTA
 	Bins          int        // histogram bins of the refine phase
 	Target        ptx.Target // the architecture to write PTX for
-	// Unroll is how many float4 loads each thread keeps in flight in a pass
-	// over a row; 0 means the default (8: on an H200 a single CTA's pass is
-	// latency-bound, and 8 beat 2 and 4 by 10-40% at N >= 64K, while 16
-	// gained little more for more registers).
+	// Unroll is how many 16-byte loads each thread keeps in flight in a
+	// pass over a row; 0 means the default: 8 for float32 rows (on an H200
+	// a single CTA's pass is latency-bound, and 8 beat 2 and 4 by 10-40% at
+	// N >= 64K, while 16 gained little more for more registers), 6 for
+	// 16-bit rows (48 scores in flight a thread, more than float32's 32;
+	// at 8 their widening makes ptxas 12.4 spill about 110 bytes, at 6
+	// none).
 	Unroll int
 	// Instrument adds phase timestamps and counters written to a stats
 	// buffer. Off by default, and then free: no code is emitted for it.
@@ -38,6 +41,52 @@ type Config struct {
 	// target's shared memory holds. Elements of a longer row past that
 	// are read from global memory instead.
 	MaxN int
+	// Scores is the element type of the score rows (Top-K kernels only):
+	// float32 (the zero value), float16 or bfloat16. Every element is
+	// widened to float32 exactly on load, so the order, the ties and the
+	// values written are those of the 16-bit numbers; a 16-bit row is half
+	// the bytes to read (and a cluster holds rows twice as long).
+	Scores ScoreType
+}
+
+// ScoreType is the element type of the score rows.
+type ScoreType uint8
+
+// The score types.
+const (
+	Float32  ScoreType = iota // IEEE binary32, 4 bytes
+	Float16                   // IEEE binary16, 2 bytes
+	BFloat16                  // bfloat16 (the top half of a float32), 2 bytes
+)
+
+// Size is the bytes of one element.
+func (s ScoreType) Size() int {
+	if s == Float32 {
+		return 4
+	}
+	return 2
+}
+
+func (s ScoreType) String() string {
+	switch s {
+	case Float32:
+		return "f32"
+	case BFloat16:
+		return "bf16"
+	case Float16:
+		return "f16"
+	}
+	return fmt.Sprintf("ScoreType(%d)", uint8(s))
+}
+
+// ParseScoreType is the ScoreType called name (as String writes it).
+func ParseScoreType(name string) (ScoreType, error) {
+	for _, s := range []ScoreType{Float32, Float16, BFloat16} {
+		if s.String() == name {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("score type %q: want f32, f16 or bf16", name)
 }
 
 // DefaultConfig is the configuration of the GVR paper: K = 2048,
@@ -49,10 +98,13 @@ func DefaultConfig() Config {
 func (c Config) cluster() int { return max(c.Cluster, 1) }
 
 func (c Config) unroll() int {
-	if c.Unroll == 0 {
-		return 8
+	switch {
+	case c.Unroll != 0:
+		return c.Unroll
+	case c.Scores != Float32:
+		return 6
 	}
-	return c.Unroll
+	return 8
 }
 
 func (c Config) String() string {
@@ -71,6 +123,9 @@ func (c Config) String() string {
 	}
 	if c.MaxN != 0 {
 		s += fmt.Sprintf(" MaxN=%d", c.MaxN)
+	}
+	if c.Scores != Float32 {
+		s += " Scores=" + c.Scores.String()
 	}
 	return s
 }
@@ -100,6 +155,9 @@ func (c Config) Validate() error {
 		bad("Cluster = %d: must be 0 or 1 (none) to 16", c.Cluster)
 	} else if c.Cluster > 1 && c.Target.Name != "" && !c.Target.Has(ptx.FeatCluster) {
 		bad("Cluster = %d: %s has no thread-block clusters (sm_90+)", c.Cluster, c.Target.Name)
+	}
+	if c.Scores > BFloat16 {
+		bad("Scores = %v: must be Float32, Float16 or BFloat16", c.Scores)
 	}
 	if c.MaxN < 0 || c.MaxN > 1<<30 {
 		bad("MaxN = %d: must be 0 to 2^30", c.MaxN)

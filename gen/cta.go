@@ -23,6 +23,8 @@ type cta struct {
 	smem *smem
 
 	cluster int // CTAs per cluster of a cluster kernel (perCluster); 0 otherwise
+
+	scores ScoreType // the element type of the score rows it reads (scores.go)
 }
 
 // perCluster makes the kernel a cluster kernel: clusters of size CTAs

@@ -139,7 +139,7 @@ const firstPoints = 2
 // cluster kernel, one row per cluster of cfg.Cluster CTAs.
 func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, *ptx.Module, predParams) {
 	m, e, sv := kernelModule(name, cfg)
-	pScores := pointerParam(e, "scores", 4)
+	pScores := pointerParam(e, "scores", cfg.Scores.Size())
 	pStride := e.Param("row_stride", ptx.U64)
 	pLengths := pointerParam(e, "lengths", 4)
 	pNextN := e.Param("next_n", ptx.U64)
@@ -164,6 +164,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	}
 
 	t := &topk{cta: newCTA(e, cfg.Target, cfg.BlockSize, sv), cfg: cfg}
+	t.scores = cfg.Scores
 	if cluster {
 		t.perCluster(cfg.cluster())
 	}
@@ -178,7 +179,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	r := t.rowID()
 	scores := t.global(pScores)
 	stride := e.LdParam(pStride)
-	t.row = t.rowAddr(scores, stride, r)
+	t.row = t.rowAddrOf(scores, stride, r, t.size())
 
 	// n = clamp(length, 0, row_stride): a bad length never reads outside
 	// the row. The length is lengths[r]; or, with next_n > 1 (speculative
@@ -220,7 +221,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		e.Sub(t.n, t.n, start)
 		s64 := t.u64()
 		e.Cvt(s64, start)
-		e.Mad(t.row, s64, ptx.Imm(4), t.row)
+		e.Mad(t.row, s64, ptx.Imm(int64(t.size())), t.row)
 	})
 	t.out.start = start
 	t.out.offset = t.constU32(0)
@@ -379,7 +380,7 @@ func (t *topk) copyShortRow() {
 	e.For(j, t.tid, t.k, ptx.Imm(int64(t.threads)), func() {
 		e.IfElse(t.setp(ptx.LT, j, t.n), func() {
 			x := t.f32()
-			e.LdNC(x, t.elemAddr(t.row, j, 4))
+			t.loadScore(x, t.row, j)
 			t.store(t.out, j, j, t.bitsOf(x))
 		}, func() {
 			t.store(t.out, j, t.constU32(-1), t.constU32(0xFF800000))
@@ -560,7 +561,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 			// As unsigned, a negative index is out of range too.
 			xs[u] = t.f32()
 			e.Mov(xs[u], ptx.FloatBits(0xFF800000)) // not finite: not counted
-			e.Guarded(t.setp(ptx.LT, ps[u], t.n), func() { e.LdNC(xs[u], t.elemAddr(t.row, ps[u], 4)) })
+			t.loadScoreIf(t.setp(ptx.LT, ps[u], t.n), xs[u], t.row, ps[u])
 		}
 		for _, x := range xs {
 			st.add(x)
@@ -694,7 +695,7 @@ func (t *topk) sampleRow() *sample {
 		e.If(t.setp(ptx.LT, j, s), func() {
 			idx := t.u32()
 			e.Mul(idx, j, stride)
-			e.LdNC(v, t.elemAddr(t.row, idx, 4))
+			t.loadScore(v, t.row, idx)
 		})
 		smp.vals = append(smp.vals, v)
 	}

@@ -78,6 +78,9 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	} else if cfg.Cluster > 1 || cfg.MaxN != 0 {
 		return nil, fmt.Errorf("kernel %s (%v): Cluster and MaxN are for the cluster kernels; %s runs one CTA per row", name, cfg, name)
 	}
+	if cfg.Scores != Float32 && !g.topk {
+		return nil, fmt.Errorf("kernel %s (%v): Scores = %v is for the Top-K kernels; %s reads float32", name, cfg, cfg.Scores, name)
+	}
 	k, err := g.gen(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s (%v): %w", name, cfg, err)
@@ -185,12 +188,15 @@ func genCountGE(cfg Config) (*Kernel, error) {
 }
 
 // rowAddr is base + 4*row*stride.
-func (c *cta) rowAddr(base, stride, row ptx.Reg) ptx.Reg {
+func (c *cta) rowAddr(base, stride, row ptx.Reg) ptx.Reg { return c.rowAddrOf(base, stride, row, 4) }
+
+// rowAddrOf is rowAddr for elements of size bytes.
+func (c *cta) rowAddrOf(base, stride, row ptx.Reg, size int) ptx.Reg {
 	r64 := c.u64()
 	c.e.Cvt(r64, row)
 	a := c.u64()
 	c.e.Mul(a, r64, stride)
-	c.e.Mad(a, a, ptx.Imm(4), base)
+	c.e.Mad(a, a, ptx.Imm(int64(size)), base)
 	return a
 }
 

@@ -24,11 +24,25 @@ var (
 	cfgK2k  = gen.Config{K: 2048, MaxCandidates: 6144, BlockSize: 512, Bins: 2048, Target: ptx.SM90}
 )
 
-// testCase is one row and its prediction.
+// testCase is one row and its prediction. A row of a 16-bit score type
+// has its scores in h and their exact float32 values in x (what the
+// reference compares).
 type testCase struct {
 	name string
 	x    []float32
+	h    []uint16
 	pred []int32
+}
+
+// narrowed returns cs with every row rounded to the 16-bit type d.
+func narrowed(cs []testCase, d topk.DType) []testCase {
+	out := make([]testCase, len(cs))
+	for i, c := range cs {
+		c.h = d.Narrow(c.x)
+		c.x = d.Widen(c.h)
+		out[i] = c
+	}
+	return out
 }
 
 func normal(r *rand.Rand, n int) []float32 {
@@ -195,7 +209,33 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 		lens[r] = int32(len(c.x))
 		copy(pred[r*pstride:], c.pred)
 	}
-	scores := mem.AllocF32s(host)
+	var scores uint64
+	if d := k.Config.Scores; d != gen.Float32 {
+		// 16-bit rows: what is past a row's length is +Inf (1e30 in
+		// float16), which must never be chosen either.
+		raw := make([]byte, 0, 2*len(host))
+		for r, c := range cs {
+			if len(c.h) != len(c.x) {
+				t.Fatalf("row %d (%s): a %v kernel needs the row's 16-bit scores (narrowed)", r, c.name, d)
+			}
+			for j := range stride {
+				v := uint16(0x7F80) // +Inf as a bfloat16
+				if d == gen.Float16 {
+					v = 0x7C00
+				}
+				if j < len(c.h) {
+					v = c.h[j]
+				}
+				raw = binary.LittleEndian.AppendUint16(raw, v)
+			}
+		}
+		scores = mem.Alloc(len(raw), 16)
+		if err := mem.Write(scores, raw); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		scores = mem.AllocF32s(host)
+	}
 	lengths := mem.AllocI32s(lens)
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))

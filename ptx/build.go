@@ -395,6 +395,12 @@ func (e *Entry) Cvt(d Reg, a Reg) {
 	e.Emit("cvt", append(mods, d.T.Name(), a.T.Name()), d, a)
 }
 
+// CvtFrom emits cvt.d.from d, a: a conversion whose source type is not
+// a's register type, such as an f16 held in a .b16 register.
+func (e *Entry) CvtFrom(d Reg, a Reg, from Type) {
+	e.Emit("cvt", []string{d.T.Name(), from.Name()}, d, a)
+}
+
 // CvtRound emits cvt with an explicit rounding mode ("rni", "rmi", "rn"...).
 func (e *Entry) CvtRound(d Reg, a Reg, round string) {
 	e.Emit("cvt", []string{round, d.T.Name(), a.T.Name()}, d, a)

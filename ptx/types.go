@@ -24,6 +24,9 @@ const (
 	S64
 	F32
 	F64
+	// F16 is IEEE half precision, for conversions (cvt.f32.f16) of values
+	// held in 16-bit registers.
+	F16
 )
 
 // Kind groups types by how their bits are read.
@@ -60,6 +63,7 @@ var typeInfo = [...]struct {
 	S64:         {"s64", KindSigned, 64},
 	F32:         {"f32", KindFloat, 32},
 	F64:         {"f64", KindFloat, 64},
+	F16:         {"f16", KindFloat, 16},
 }
 
 // Name is the type's PTX name without the leading dot ("u32").

@@ -46,16 +46,17 @@ type spec struct {
 	k, maxCand, block, bins, unroll int
 	cluster, maxN                   int
 	instrument                      bool
+	scores                          string
 }
 
 func defaultSpec() spec {
 	def := gen.DefaultConfig()
 	return spec{kernel: defaultKernel(), arch: def.Target.Name, k: def.K, maxCand: def.MaxCandidates,
-		block: def.BlockSize, bins: def.Bins, unroll: def.Unroll, instrument: def.Instrument}
+		block: def.BlockSize, bins: def.Bins, unroll: def.Unroll, instrument: def.Instrument, scores: def.Scores.String()}
 }
 
 // configFlags are the flags that set a spec; -diff takes the same names.
-var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n"}
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores"}
 
 // register defines the flags of configFlags on fs, s's fields their
 // defaults and destinations.
@@ -70,11 +71,16 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.instrument, "instrument", s.instrument, "emit phase timestamps and counters into a stats buffer")
 	fs.IntVar(&s.cluster, "cluster", s.cluster, "cluster kernels: CTAs per thread-block cluster, 1 to 16 (sm_90+)")
 	fs.IntVar(&s.maxN, "max-n", s.maxN, "cluster kernels: the longest row a cluster holds in shared memory")
+	fs.StringVar(&s.scores, "scores", s.scores, "Top-K kernels: the score type, f32, f16 or bf16")
 }
 
 // generate builds the kernel s names.
 func (s spec) generate() (*gen.Kernel, error) {
 	target, err := ptx.TargetByName(s.arch)
+	if err != nil {
+		return nil, err
+	}
+	scores, err := gen.ParseScoreType(s.scores)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +94,7 @@ func (s spec) generate() (*gen.Kernel, error) {
 		Instrument:    s.instrument,
 		Cluster:       s.cluster,
 		MaxN:          s.maxN,
+		Scores:        scores,
 	})
 }
 

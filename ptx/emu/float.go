@@ -455,3 +455,22 @@ func mask(bits int) uint64 {
 	}
 	return 1<<bits - 1
 }
+
+// f16ToF32 is the float32 bits of IEEE half h, exactly (subnormals become
+// normal floats); a NaN becomes the canonical NaN, as for every other
+// conversion here: a kernel that needs a NaN's bits makes them itself.
+func f16ToF32(h uint16) uint64 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f && frac != 0:
+		return nan32
+	case exp == 0x1f:
+		return uint64(sign | 0x7f800000)
+	case exp == 0:
+		v := float32(frac) * 0x1p-24 // exact
+		return uint64(math.Float32bits(v) | sign)
+	}
+	return uint64(sign | (exp+127-15)<<23 | frac<<13)
+}

@@ -592,3 +592,43 @@ func TestLg2Ex2(t *testing.T) {
 		t.Errorf("ex2: %#x, want %#x", got, want)
 	}
 }
+
+// cvt.f32.f16 of every half: the exact value (subnormals included, signed
+// zeros and infinities kept), NaN giving the canonical NaN.
+func TestCvtF32F16(t *testing.T) {
+	var in []uint64
+	for h := range 1 << 16 {
+		in = append(in, uint64(h))
+	}
+	for lo := 0; lo < len(in); lo += 1024 { // one CTA of 1024 threads at a time
+		got := opKernel{dt: ptx.F32, ts: []ptx.Type{ptx.B16}, emit: func(e *ptx.Entry, d ptx.Reg, a []ptx.Reg) {
+			e.CvtFrom(d, a[0], ptx.F16)
+		}}.run(t, in[lo:lo+1024])
+		for i, g := range got {
+			h := uint16(in[lo+i])
+			exp, frac := int(h>>10)&0x1F, float64(h&0x3FF)
+			var v float64
+			switch exp {
+			case 0x1F:
+				v = math.Inf(1)
+				if frac != 0 {
+					v = math.NaN()
+				}
+			case 0:
+				v = frac * 0x1p-24
+			default:
+				v = (1 + frac/1024) * math.Ldexp(1, exp-15)
+			}
+			if h&0x8000 != 0 {
+				v = -v
+			}
+			want := uint64(math.Float32bits(float32(v)))
+			if math.IsNaN(v) {
+				want = nan32
+			}
+			if g != want {
+				t.Fatalf("cvt.f32.f16 %#04x: %#08x, want %#08x", h, g, want)
+			}
+		}
+	}
+}

@@ -361,7 +361,7 @@ func (cl *cluster) land(i int) *Fault {
 	cp.phase = mb.phase
 	off := int(cp.dstAddr - sharedWindow)
 	if r := cp.dst.race; r != nil {
-		for o := off; o < off+cp.size; o += 4 {
+		for o := off &^ (raceGrain - 1); o < off+cp.size; o += raceGrain {
 			if other, race := r.landing(o, cp); race {
 				return w.addrFault(FaultRace, cp.in, cp.lane, cp.dstAddr+uint64(o-off),
 					"the bulk copy issued here (into CTA rank %d) lands in shared memory that %s after the copy was issued and before it completed, with no wait on the copy's mbarrier between them",

@@ -99,7 +99,7 @@ func (w *warp) shared(in *inst, l int, t *cta, a, addr uint64, n int, write, ato
 		return nil, w.addrFault(FaultMemory, in, l, addr, "%d-byte shared access outside %s %d bytes of shared memory [%#x, %#x)", n, whose, len(s), sharedWindow, sharedWindow+len(s))
 	}
 	if r := t.race; r != nil {
-		for o := int(off) &^ 3; o < int(off)+n; o += 4 {
+		for o := int(off) &^ (raceGrain - 1); o < int(off)+n; o += raceGrain {
 			if other, otherWrites, race := r.check(o, w, l, int32(in.pc), write, atomic); race {
 				return nil, w.raceFault(in, l, t, addr, write, atomic, other, otherWrites)
 			}

@@ -611,6 +611,9 @@ func (c *compiler) cvt(in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 	if dt.Kind() == ptx.KindBits || st.Kind() == ptx.KindBits {
 		return nil, fmt.Errorf("cvt takes .u, .s or .f types, not .b")
 	}
+	if (dt == ptx.F16 || st == ptx.F16) && !(dt == ptx.F32 && st == ptx.F16) {
+		return nil, fmt.Errorf("cvt.%s.%s: of the .f16 conversions only cvt.f32.f16 is supported", dt, st)
+	}
 	d, err := c.dst(in.Args[0])
 	if err != nil {
 		return nil, err
@@ -700,6 +703,8 @@ func (c *compiler) cvt(in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 		switch {
 		case dt == ptx.F32 && st == ptx.F64:
 			g = func(v uint64) uint64 { return f64ToF32(v, m) }
+		case st == ptx.F16:
+			g = func(v uint64) uint64 { return f16ToF32(uint16(v)) }
 		case dt == ptx.F64 && st == ptx.F32:
 			g = func(v uint64) uint64 { return b64(readF(v)) }
 		case irnd && dt == ptx.F32:

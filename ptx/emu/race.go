@@ -4,7 +4,7 @@ import "fmt"
 
 // This file is the shared-memory race detector (Launch.RaceCheck).
 //
-// Time between two completed CTA barriers is an epoch. For each 4-byte word
+// Time between two completed CTA barriers is an epoch. For each 2-byte grain
 // of shared memory the detector keeps, for the current epoch, the last
 // writer and up to two readers. An access conflicts with a recorded one
 // when they come from different threads, at least one writes, they are not
@@ -15,7 +15,12 @@ import "fmt"
 // threads is treated as ordering everyone: the detector may miss a race
 // across named barriers, it never reports a false one there. shfl, vote and
 // redux do not order memory. Atomics count as writes that never race with
-// each other. Sub-word (8- and 16-bit) accesses count for their whole word.
+// each other. A byte access counts for its whole grain (two threads writing
+// the two bytes of one grain are reported); 16-bit accesses to the halves of
+// a word are told apart, as 16-bit scores in shared memory need.
+
+// raceGrain is the bytes of shared memory one shadow record watches.
+const raceGrain = 2
 
 type access struct {
 	// thread is the thread's index in its cluster (rank, then linear id)
@@ -35,15 +40,15 @@ type shadow struct {
 }
 
 type raceState struct {
-	epoch uint32
-	words []shadow
+	epoch  uint32
+	grains []shadow
 	// syncs holds, per warp, the member masks of the bar.warp.sync executed
 	// in the current epoch, in order.
 	syncs [][]uint32
 }
 
 func newRaceState(smemBytes, warps int) *raceState {
-	return &raceState{epoch: 1, words: make([]shadow, (smemBytes+3)/4), syncs: make([][]uint32, warps)}
+	return &raceState{epoch: 1, grains: make([]shadow, (smemBytes+raceGrain-1)/raceGrain), syncs: make([][]uint32, warps)}
 }
 
 // barrier starts a new epoch.
@@ -95,7 +100,7 @@ func (w *warp) ordered(a access, l int) bool {
 // shared memory r watches, and returns the conflicting earlier access, if
 // any, and whether it wrote.
 func (r *raceState) check(off int, w *warp, l int, pc int32, write, atomic bool) (access, bool, bool) {
-	s := &r.words[off/4]
+	s := &r.grains[off/raceGrain]
 	if s.epoch != r.epoch {
 		*s = shadow{epoch: r.epoch}
 	}
@@ -126,12 +131,12 @@ func (r *raceState) check(off int, w *warp, l int, pc int32, write, atomic bool)
 	return access{}, false, false
 }
 
-// landing records bulk copy cp's write of the word at off, and returns an
+// landing records bulk copy cp's write of the grain at off, and returns an
 // access that conflicts with it: one made after the copy was issued (the
 // accesses before it are taken as ordered: a thread hands the buffer over
 // before the copy is issued).
 func (r *raceState) landing(off int, cp *bulkCopy) (access, bool) {
-	s := &r.words[off/4]
+	s := &r.grains[off/raceGrain]
 	if s.epoch != r.epoch {
 		*s = shadow{epoch: r.epoch}
 	}
