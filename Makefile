@@ -119,8 +119,11 @@ gpu-test: ## build GPU test + benchmark binaries and sm_90/100/120 PTX into gpub
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -o $(GPUBIN)/$${k}_$$arch.ptx && \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -instrument -o $(GPUBIN)/$${k}_instrumented_$$arch.ptx \
 		|| exit 1; done; \
-		for k in cluster_count_ge cluster_read; do \
-		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster 8 -o $(GPUBIN)/$${k}_$$arch.ptx || exit 1; done; done
+		for k in cluster_count_ge cluster_read gvr_topk_cluster; do \
+		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster 8 -o $(GPUBIN)/$${k}_$$arch.ptx || exit 1; done; \
+		for s in f16 bf16; do for k in gvr_topk gvr_topk_cluster; do \
+		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster $$([ $$k = gvr_topk ] && echo 0 || echo 8) -scores $$s -o $(GPUBIN)/$${k}_$${s}_$$arch.ptx || exit 1; \
+		done; done; done
 	@echo "gpu-test: $$(ls $(GPUBIN) | wc -l) files in $(GPUBIN)/ ($$(du -sh $(GPUBIN) | cut -f1)); on the GPU machine, from the repo root: scripts/gpu-run.sh"
 
 BENCHFLAGS ?=

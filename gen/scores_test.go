@@ -138,11 +138,4 @@ func TestScoreTypeConfig(t *testing.T) {
 	}
 }
 
-func scoreType(d topk.DType) gen.ScoreType {
-	for s, t := range map[gen.ScoreType]topk.DType{gen.Float32: topk.Float32, gen.Float16: topk.Float16, gen.BFloat16: topk.BFloat16} {
-		if t == d {
-			return s
-		}
-	}
-	panic("unknown dtype")
-}
+func scoreType(d topk.DType) gen.ScoreType { return d.ScoreType() }

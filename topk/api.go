@@ -36,6 +36,12 @@ type Config struct {
 	// Instrument uses the instrumented kernels and keeps a Stats record
 	// per row (costs a little time).
 	Instrument bool
+	// Scores is the element type of the batches' score rows: Float32 (the
+	// zero value), Float16 or BFloat16. 16-bit scores are compared and
+	// written (Values) as their exact float32 values (DType.Widen), with
+	// the same order, ties and NaN rules; a row of them is half the bytes
+	// to read.
+	Scores DType
 
 	// Kernel tuning (gen.Config); 0 means the default: MaxCandidates
 	// max(3K, 1024), BlockSize 512, Bins 2048, the generator's Unroll.
@@ -69,7 +75,7 @@ func (c Config) withDefaults() Config {
 // target t.
 func (c Config) kernelConfig(t ptx.Target) gen.Config {
 	return gen.Config{K: c.K, MaxCandidates: c.MaxCandidates, BlockSize: c.BlockSize, Bins: c.Bins,
-		Target: t, Unroll: c.Unroll, Instrument: c.Instrument, Sorted: c.Sorted}
+		Target: t, Unroll: c.Unroll, Instrument: c.Instrument, Sorted: c.Sorted, Scores: c.Scores.ScoreType()}
 }
 
 // validate checks c (with defaults) and its kernel configuration for t.
@@ -83,6 +89,9 @@ func (c Config) validate(t ptx.Target) error {
 	}
 	if c.Layers < 1 {
 		errs = append(errs, fmt.Errorf("Layers = %d: must be at least 1", c.Layers))
+	}
+	if c.Scores != Float32 && c.Scores != Float16 && c.Scores != BFloat16 {
+		errs = append(errs, fmt.Errorf("Scores = %v: must be Float32, Float16 or BFloat16", c.Scores))
 	}
 	if c.K >= 1 && c.MaxRows >= 1 && int64(c.K)*int64(c.MaxRows) > 1<<31-1 {
 		errs = append(errs, fmt.Errorf("K*MaxRows = %d: the output would not be int32-addressable", int64(c.K)*int64(c.MaxRows)))
@@ -98,12 +107,13 @@ func (c Config) validate(t ptx.Target) error {
 	return nil
 }
 
-// Batch is one Select call's rows. Row r's scores are the float32 at byte
-// offset 4*r*Stride of Scores; its length comes from Lengths (checked on the
-// host, then copied to the device) or DeviceLengths (already on the device:
-// not checked, the kernel clamps each to [0, Stride]). Set exactly one.
+// Batch is one Select call's rows. Row r's scores are the elements of
+// Config.Scores (float32 unless set) at byte offset size*r*Stride of
+// Scores; its length comes from Lengths (checked on the host, then copied
+// to the device) or DeviceLengths (already on the device: not checked, the
+// kernel clamps each to [0, Stride]). Set exactly one.
 type Batch struct {
-	Scores        *runtime.Buffer // float32 [Rows, Stride]; may be a View at any 4-byte offset
+	Scores        *runtime.Buffer // Config.Scores [Rows, Stride]; may be a View at any offset that is a multiple of the score size
 	Stride        int             // elements from one row's start to the next; at least K
 	Rows          int             // 0 to MaxRows
 	Lengths       []int32         // host: Rows lengths (Rows/NextN with NextN), each in [0, Stride]

@@ -41,10 +41,10 @@ func (d DType) descr() string {
 }
 
 // Size is the bytes of one score.
-func (d DType) Size() int { return d.scoreType().Size() }
+func (d DType) Size() int { return d.ScoreType().Size() }
 
-// scoreType is the generator's name for d.
-func (d DType) scoreType() gen.ScoreType {
+// ScoreType is the generator's name for d (gen.Config.Scores).
+func (d DType) ScoreType() gen.ScoreType {
 	switch d {
 	case Float16:
 		return gen.Float16

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx"
@@ -352,23 +353,24 @@ func (s *Selector) after(l *layer, st *runtime.Stream, capturing bool) error {
 // check validates a batch and a stream before any work is queued.
 func (s *Selector) check(b Batch, st *runtime.Stream) error {
 	c := s.cfg
-	onDevice := func(what string, buf *runtime.Buffer, need int) error {
+	aligned := func(what string, buf *runtime.Buffer, need, align int) error {
 		if err := buf.Check(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		if d := buf.Device(); d != s.dev {
 			return fmt.Errorf("%s is on %v; the selector is on %v", what, d, s.dev)
 		}
-		// The kernels read 4-byte words: a misaligned one faults, and a
+		// The kernels read whole elements: a misaligned one faults, and a
 		// fault ends the process's CUDA context.
-		if a := buf.Ptr() % 4; a != 0 {
-			return fmt.Errorf("%s is at device address %#x, %d bytes past a 4-byte boundary (a View at an offset that is not a multiple of 4?)", what, buf.Ptr(), a)
+		if a := buf.Ptr() % uint64(align); a != 0 {
+			return fmt.Errorf("%s is at device address %#x, %d bytes past a %d-byte boundary (a View at an offset that is not a multiple of %d?)", what, buf.Ptr(), a, align, align)
 		}
 		if buf.Bytes() < need {
 			return fmt.Errorf("%s holds %d bytes; the batch of %d rows needs %d", what, buf.Bytes(), b.Rows, need)
 		}
 		return nil
 	}
+	onDevice := func(what string, buf *runtime.Buffer, need int) error { return aligned(what, buf, need, 4) }
 	switch {
 	case b.Rows < 0 || b.Rows > c.MaxRows:
 		return fmt.Errorf("Rows = %d: must be 0 to MaxRows = %d", b.Rows, c.MaxRows)
@@ -394,7 +396,8 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 	if st != nil && st.Device() != s.dev {
 		return fmt.Errorf("the stream is on %v; the selector is on %v", st.Device(), s.dev)
 	}
-	if err := onDevice("Scores", b.Scores, 4*b.Rows*b.Stride); err != nil {
+	size := c.Scores.Size()
+	if err := aligned(fmt.Sprintf("Scores (%v)", c.Scores), b.Scores, size*b.Rows*b.Stride, size); err != nil {
 		return err
 	}
 	if err := s.checkPages(b, lens, onDevice); err != nil {
@@ -475,10 +478,26 @@ func (s *Selector) checkPages(b Batch, batches int, onDevice func(string, *runti
 // length stride or lengths[r]. It copies the scores to the device, runs
 // the step on the default stream, waits, and returns the indices (Rows*K,
 // each row a set, or in rank order with Config.Sorted, padded with -1)
-// and, with Config.Values, the values.
+// and, with Config.Values, the values. The selector's Config.Scores must
+// be Float32 (SelectHost16 takes 16-bit scores).
 func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths []int32) (idx []int32, vals []float32, err error) {
+	return selectHost(s, "SelectHost", layer, scores, stride, lengths)
+}
+
+// SelectHost16 is SelectHost for 16-bit scores (the bits of Float16 or
+// BFloat16 numbers, as Config.Scores says).
+func (s *Selector) SelectHost16(layer int, scores []uint16, stride int, lengths []int32) (idx []int32, vals []float32, err error) {
+	return selectHost(s, "SelectHost16", layer, scores, stride, lengths)
+}
+
+func selectHost[T float32 | uint16](s *Selector, name string, layer int, scores []T, stride int, lengths []int32) (idx []int32, vals []float32, err error) {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if size != s.cfg.Scores.Size() {
+		return nil, nil, fmt.Errorf("topk: %s takes %d-byte scores; the selector's are %v (SelectHost: float32, SelectHost16: float16, bfloat16)", name, size, s.cfg.Scores)
+	}
 	if stride < 1 || len(scores)%stride != 0 {
-		return nil, nil, fmt.Errorf("topk: SelectHost: %d scores are not whole rows of stride %d", len(scores), stride)
+		return nil, nil, fmt.Errorf("topk: %s: %d scores are not whole rows of stride %d", name, len(scores), stride)
 	}
 	rows := len(scores) / stride
 	if lengths == nil {
@@ -491,12 +510,12 @@ func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths [
 	// buffer and the layer's output are shared by every call.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	scoresBuf, err := s.hostScores(len(scores) * 4)
+	scoresBuf, err := s.hostScores(len(scores) * size)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := runtime.Upload(scoresBuf, scores); err != nil {
-		return nil, nil, fmt.Errorf("topk: SelectHost: %w", err)
+		return nil, nil, fmt.Errorf("topk: %s: %w", name, err)
 	}
 	res, err := s.selectLocked(layer, Batch{Scores: scoresBuf, Stride: stride, Rows: rows, Lengths: lengths}, nil)
 	if err != nil {

@@ -25,5 +25,8 @@ func (s *Selector) Select(layer int, b Batch, st *runtime.Stream) (Result, error
 func (s *Selector) SelectHost(layer int, scores []float32, stride int, lengths []int32) (idx []int32, vals []float32, err error) {
 	return nil, nil, runtime.ErrNoCUDA
 }
+func (s *Selector) SelectHost16(layer int, scores []uint16, stride int, lengths []int32) (idx []int32, vals []float32, err error) {
+	return nil, nil, runtime.ErrNoCUDA
+}
 func (s *Selector) Reset() error { return runtime.ErrNoCUDA }
 func (s *Selector) Close() error { return runtime.ErrNoCUDA }

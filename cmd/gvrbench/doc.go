@@ -15,6 +15,12 @@
 //	floorC    cluster_read: the row read once into a cluster of C, nothing else
 //	auto      the kernel a Selector picks for the batch and N (topk.Choice)
 //
+// and, beside each kernel (but the floors), with -scores f16,bf16 the same
+// kernel on rows of 16-bit scores (columns gvr.f16, gvr.bf16: the float32
+// rows rounded, checked against the reference of the rounded rows), and
+// with -pages P the same kernel also writing the fused page-table output of
+// page size P (columns gvr+pages, checked slot by slot),
+//
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time
 // without the host's launch and event overhead: how FlashInfer, vLLM and
@@ -32,6 +38,8 @@
 //	gvrbench -o bench.json            the table, and the report as JSON in bench.json
 //	gvrbench -kernels gvr,floor -cluster 8,16   with the floor of a cluster kernel per cluster size
 //	gvrbench -kernels gvr,auto,floor -cluster 16 -mode cold,warm,graph
+//	gvrbench -kernels auto -scores f32,bf16,f16 -pages 64   what 16-bit rows save and the fused
+//	                                  page-table output costs, beside the plain kernel
 //	gvrbench -tune h100.json -cluster 2,4,8,16 -batch 1,2,4,8,16,32,64 -n 8192,...,1048576
 //	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU)
 //	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,11 +31,6 @@ var kernelDocs = map[string]string{
 	"auto":      "the kernel a Selector picks for the batch and N (topk.Choice: gvr_topk, or gvr_topk_cluster with the tuned cluster size), with the static prior",
 }
 
-// clusterKernels are the kernels timed per -cluster size, by column
-// prefix: floor8 is cluster_read with clusters of 8 CTAs. Each is loaded
-// per N, for clusters that hold a row of N (Config.MaxN).
-var clusterKernels = map[string]string{"floor": "cluster_read", "cgvr": "gvr_topk_cluster", "cfallback": "topk_fallback_cluster"}
-
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
@@ -53,32 +47,14 @@ type options struct {
 	values         bool
 	asJSON         bool
 	out            string
-	clusters       []int // the cluster sizes of the floor kernels
+	clusters       []int        // the cluster sizes of the floor kernels
+	scores         []topk.DType // -scores: the row types the kernels are timed on
+	pageSize       int          // -pages: with the fused page-table output of this page size (0: without)
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
 	steps, replayN int
 	ablation       bool // -ablation: the paper's ablation instead of the table
-}
-
-// clusterOf splits a cluster kernel's column name (cgvr16) into its
-// prefix (cgvr) and cluster size (16); c is 0 for another kernel.
-func clusterOf(name string) (prefix string, c int) {
-	i := strings.IndexAny(name, "0123456789")
-	if i < 0 || clusterKernels[name[:i]] == "" {
-		return "", 0
-	}
-	c, err := strconv.Atoi(name[i:])
-	if err != nil {
-		return "", 0
-	}
-	return name[:i], c
-}
-
-// isFloor reports whether column name is a floor kernel's (cluster_read).
-func isFloor(name string) bool {
-	p, _ := clusterOf(name)
-	return p == "floor"
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -90,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	clusters := fs.String("cluster", "8,16", "the cluster kernels' (floor, cgvr, cfallback) cluster sizes, comma-separated (1 to 16)")
 	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
+	scores := fs.String("scores", "f32", "the score types the kernels are timed on, comma-separated (f32, f16, bf16): a 16-bit type adds a column per kernel (gvr.bf16), its rows the float32 rows rounded")
+	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
 	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
 	fs.IntVar(&o.replayN, "replay-n", 70690, "-replay, -ablation: the row's length at the first step (it grows by one a step)")
@@ -154,6 +132,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			o.kernels = append(o.kernels, fmt.Sprintf("%s%d", k, c))
 		}
 	}
+	for _, s := range strings.Split(*scores, ",") {
+		st, err := gen.ParseScoreType(s)
+		if err != nil {
+			return fail(2, "-scores: %v", err)
+		}
+		o.scores = append(o.scores, map[gen.ScoreType]topk.DType{gen.Float32: topk.Float32, gen.Float16: topk.Float16, gen.BFloat16: topk.BFloat16}[st])
+	}
+	if o.pageSize < 0 {
+		return fail(2, "-pages %d: want a page size, or 0", o.pageSize)
+	}
+	o.kernels = columns(o.kernels, o.scores, o.pageSize > 0)
 	for _, m := range strings.Split(*mode, ",") {
 		switch m {
 		case "cold":
@@ -354,16 +343,17 @@ func (b *bencher) load() error {
 	cfg := b.config()
 	names := map[string]string{"gvr": "gvr_topk", "feedback": "gvr_topk", "fallback": "topk_fallback", "radix": "topk_radix"}
 	for _, k := range b.o.kernels {
-		if _, c := clusterOf(k); c > 0 || k == "auto" {
+		col := parseColumn(k)
+		if _, c := clusterOf(col.kernel); c > 0 || col.kernel == "auto" {
 			continue // loaded when measured (kernelFor)
 		}
 		for _, instr := range []bool{false, true} {
-			if instr && (!b.o.phases || k == "radix") {
-				continue
+			if instr && (!b.o.phases || col.kernel == "radix" || k != col.kernel) {
+				continue // the phases of the plain columns only
 			}
 			c := cfg
-			c.Instrument = instr
-			kern, err := topk.Kernel(b.dev, names[k], c)
+			c.Instrument, c.Scores = instr, col.scores.ScoreType()
+			kern, err := topk.Kernel(b.dev, names[col.kernel], c)
 			if err != nil {
 				return err
 			}
@@ -384,8 +374,11 @@ func (b *bencher) load() error {
 type dataset struct {
 	n, rows int
 	host    []float32
-	want    [][]int32
-	scores  *runtime.Buffer // float32 [rows, n]
+	want    map[topk.DType][][]int32 // per score type: 16-bit rows are the float32 rows rounded
+	scores  map[topk.DType]*runtime.Buffer
+	table   []int32         // the page table, [rows, ceil(n/pageSize)] (-pages)
+	tableD  *runtime.Buffer // on the device
+	pages   map[string]*runtime.Buffer
 	lengths *runtime.Buffer // int32 [rows], all n
 	prior   *runtime.Buffer // int32 [rows, K], the static prior in every row
 	out     map[string]*runtime.Buffer
@@ -394,12 +387,17 @@ type dataset struct {
 }
 
 func (d *dataset) free() {
-	for _, buf := range []*runtime.Buffer{d.scores, d.lengths, d.prior, d.vals, d.stats} {
+	for _, buf := range []*runtime.Buffer{d.lengths, d.prior, d.vals, d.stats, d.tableD} {
 		if buf != nil {
 			buf.Free()
 		}
 	}
-	for _, buf := range d.out {
+	for _, m := range []map[string]*runtime.Buffer{d.out, d.pages} {
+		for _, buf := range m {
+			buf.Free()
+		}
+	}
+	for _, buf := range d.scores {
 		buf.Free()
 	}
 }
@@ -410,14 +408,26 @@ func (b *bencher) data(n int) (*dataset, error) {
 	k := b.o.k
 	rows := slices.Max(b.o.batches)
 	syn := topk.Synthetic{N: n, K: k, Seed: b.o.seed}
-	d := &dataset{n: n, rows: rows, host: syn.Rows(rows), out: make(map[string]*runtime.Buffer)}
-	d.want = make([][]int32, rows)
-	done := make(chan struct{}, rows)
-	for r := range rows {
-		go func() {
-			d.want[r], _ = topk.Reference(d.host[r*n:(r+1)*n], k, false)
-			done <- struct{}{}
-		}()
+	d := &dataset{n: n, rows: rows, host: syn.Rows(rows), out: make(map[string]*runtime.Buffer),
+		want: make(map[topk.DType][][]int32), scores: make(map[topk.DType]*runtime.Buffer), pages: make(map[string]*runtime.Buffer)}
+	rowsOf := map[topk.DType][]float32{topk.Float32: d.host}
+	narrow := map[topk.DType][]uint16{}
+	for _, st := range b.o.scores {
+		if st != topk.Float32 {
+			narrow[st] = st.Narrow(d.host)
+			rowsOf[st] = st.Widen(narrow[st])
+		}
+	}
+	done := make(chan struct{}, rows*len(rowsOf))
+	for st, x := range rowsOf {
+		want := make([][]int32, rows)
+		d.want[st] = want
+		for r := range rows {
+			go func() {
+				want[r], _ = topk.Reference(x[r*n:(r+1)*n], k, false)
+				done <- struct{}{}
+			}()
+		}
 	}
 	prior := syn.Prediction()
 	priors := make([]int32, rows*k)
@@ -426,7 +436,7 @@ func (b *bencher) data(n int) (*dataset, error) {
 		copy(priors[r*k:(r+1)*k], prior)
 		lengths[r] = int32(n)
 	}
-	for range rows {
+	for range rows * len(rowsOf) {
 		<-done
 	}
 	var err error
@@ -440,12 +450,27 @@ func (b *bencher) data(n int) (*dataset, error) {
 		}
 		return buf
 	}
-	d.scores = allocUp(4*rows*n, func(buf *runtime.Buffer) error { return runtime.Upload(buf, d.host) })
+	d.scores[topk.Float32] = allocUp(4*rows*n, func(buf *runtime.Buffer) error { return runtime.Upload(buf, d.host) })
+	for st, h := range narrow {
+		d.scores[st] = allocUp(2*rows*n, func(buf *runtime.Buffer) error { return runtime.Upload(buf, h) })
+	}
+	if ps := b.o.pageSize; ps > 0 {
+		// A page table of distinct random pages per row.
+		per := (n + ps - 1) / ps
+		d.table = make([]int32, rows*per)
+		for i := range d.table {
+			d.table[i] = int32((uint64(i)*2654435761 + b.o.seed) % (1 << 24))
+		}
+		d.tableD = allocUp(4*len(d.table), func(buf *runtime.Buffer) error { return runtime.Upload(buf, d.table) })
+	}
 	d.lengths = allocUp(4*rows, func(buf *runtime.Buffer) error { return runtime.Upload(buf, lengths) })
 	d.prior = allocUp(4*rows*k, func(buf *runtime.Buffer) error { return runtime.Upload(buf, priors) })
 	for _, name := range b.o.kernels {
 		// The feedback kernel starts from the prior too.
 		d.out[name] = allocUp(4*rows*max(k, 16), func(buf *runtime.Buffer) error { return runtime.Upload(buf, priors) })
+		if parseColumn(name).pages {
+			d.pages[name] = allocUp(4*rows*k, nil)
+		}
 	}
 	if b.o.values {
 		d.vals = allocUp(4*rows*k, nil)
@@ -467,17 +492,22 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	if d.vals != nil {
 		vals = d.vals.Ptr()
 	}
-	a := k.Args().Set("scores", d.scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr())
+	col := parseColumn(name)
+	a := k.Args().Set("scores", d.scores[col.scores].Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr())
 	if isFloor(name) {
 		return a.Set("held", d.out[name].Ptr())
 	}
 	a.Set("out_idx", d.out[name].Ptr()).Set("out_vals", vals).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0)
+	if col.pages {
+		per := (d.n + b.o.pageSize - 1) / b.o.pageSize
+		a.Set("page_table", d.tableD.Ptr()).Set("page_table_stride", uint64(per)).Set("page_size", uint64(b.o.pageSize)).Set("out_pages", d.pages[name].Ptr())
+	}
 	K := uint64(b.o.k)
-	prefix, _ := clusterOf(name)
+	prefix, _ := clusterOf(col.kernel)
 	switch {
-	case name == "gvr" || name == "auto" || prefix == "cgvr":
+	case col.kernel == "gvr" || col.kernel == "auto" || prefix == "cgvr":
 		a.Set("pred", d.prior.Ptr()).Set("pred_stride", K).Set("pred_count", K)
-	case name == "feedback": // its own previous output
+	case col.kernel == "feedback": // its own previous output
 		a.Set("pred", d.out[name].Ptr()).Set("pred_stride", K).Set("pred_count", K)
 	}
 	if stats {
@@ -597,24 +627,26 @@ func (b *bencher) measure(d *dataset, batch int) error {
 // for the floor and the radix kernel); k is nil for a floor whose
 // cluster cannot hold the row.
 func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, err error) {
-	prefix, c := clusterOf(name)
+	col := parseColumn(name)
+	prefix, c := clusterOf(col.kernel)
 	var gname string
 	switch {
 	case c > 0:
 		gname = clusterKernels[prefix]
-	case name == "auto":
+	case col.kernel == "auto":
 		gname, c = topk.Choice(b.dev.Info(), batch, n, true)
 	default:
 		return b.kern[name], b.kern[name+"/instrumented"], nil
 	}
 	cfg := b.clusterConfig(prefix, c, n)
+	cfg.Scores = col.scores.ScoreType()
 	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
 		return nil, nil, nil
 	}
 	if k, err = b.clusterKernel(gname, cfg); err != nil {
 		return nil, nil, err
 	}
-	if b.o.phases && prefix != "floor" {
+	if b.o.phases && prefix != "floor" && name == col.kernel {
 		cfg.Instrument = true
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
 			return nil, nil, fmt.Errorf("instrumented: %w", err)
@@ -718,13 +750,45 @@ func (b *bencher) check(name string, d *dataset, batch int) error {
 		return nil
 	}
 	k := b.o.k
+	col := parseColumn(name)
 	idx := make([]int32, batch*k)
 	if err := runtime.Download(idx, d.out[name]); err != nil {
 		return err
 	}
+	var pages []int32
+	if col.pages {
+		pages = make([]int32, batch*k)
+		if err := runtime.Download(pages, d.pages[name]); err != nil {
+			return err
+		}
+	}
 	for r := range batch {
-		if err := topk.Compare(idx[r*k:(r+1)*k], d.want[r], false); err != nil {
+		if err := topk.Compare(idx[r*k:(r+1)*k], d.want[col.scores][r], false); err != nil {
 			b.rep.Mismatches = append(b.rep.Mismatches, fmt.Sprintf("%s, batch %d, N %d, row %d: %v", name, batch, d.n, r, err))
+		}
+		if err := checkPages(d, b.o.pageSize, r, idx[r*k:(r+1)*k], pages); err != nil {
+			b.rep.Mismatches = append(b.rep.Mismatches, fmt.Sprintf("%s, batch %d, N %d, row %d: %v", name, batch, d.n, r, err))
+		}
+	}
+	return nil
+}
+
+// checkPages checks row r's page-table output (pages, the batch's; nil:
+// none) against its indices idx: each slot the index's page through row
+// r's table, or -1 where the index is.
+func checkPages(d *dataset, pageSize, r int, idx, pages []int32) error {
+	if pages == nil {
+		return nil
+	}
+	per := (d.n + pageSize - 1) / pageSize
+	k := len(idx)
+	for j, c := range idx {
+		want := int32(-1)
+		if c >= 0 {
+			want = d.table[r*per+int(c)/pageSize]*int32(pageSize) + c%int32(pageSize)
+		}
+		if got := pages[r*k+j]; got != want {
+			return fmt.Errorf("page slot %d (index %d): %d, want %d", j, c, got, want)
 		}
 	}
 	return nil

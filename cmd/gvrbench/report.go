@@ -158,6 +158,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	speedup := slices.Contains(r.Kernels, "gvr") && slices.Contains(r.Kernels, "fallback")
 	colW := 9
+	for _, k := range r.Kernels {
+		colW = max(colW, len(k)+1) // cgvr16.bf16, cgvr16+pages
+	}
 	// Header: mode group titles, then kernel names.
 	var h1, h2 strings.Builder
 	fmt.Fprintf(&h1, "%5s %7s", "", "")

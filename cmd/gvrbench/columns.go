@@ -1,0 +1,80 @@
+package main
+
+// The table's columns: a kernel, and how it is timed. Untagged, so that it
+// is tested without a GPU.
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gvr-go/gvr/topk"
+)
+
+// clusterKernels are the kernels timed per -cluster size, by column
+// prefix: floor8 is cluster_read with clusters of 8 CTAs. Each is loaded
+// per N, for clusters that hold a row of N (Config.MaxN).
+var clusterKernels = map[string]string{"floor": "cluster_read", "cgvr": "gvr_topk_cluster", "cfallback": "topk_fallback_cluster"}
+
+// clusterOf splits a cluster kernel's column name (cgvr16) into its
+// prefix (cgvr) and cluster size (16); c is 0 for another kernel.
+func clusterOf(name string) (prefix string, c int) {
+	i := strings.IndexAny(name, "0123456789")
+	if i < 0 || clusterKernels[name[:i]] == "" {
+		return "", 0
+	}
+	c, err := strconv.Atoi(name[i:])
+	if err != nil {
+		return "", 0
+	}
+	return name[:i], c
+}
+
+// isFloor reports whether column name is a floor kernel's (cluster_read).
+func isFloor(name string) bool {
+	p, _ := clusterOf(name)
+	return p == "floor"
+}
+
+// A column is a kernel timed one way: its name is the kernel's (gvr,
+// cgvr16, auto), then ".bf16" or ".f16" for rows of 16-bit scores (-scores),
+// or "+pages" for the fused page-table output (-pages).
+type column struct {
+	kernel string     // gvr, cgvr16, auto...
+	scores topk.DType // the rows' score type
+	pages  bool       // the kernel also writes the page-table output
+}
+
+func parseColumn(name string) column {
+	c := column{kernel: name}
+	if k, ok := strings.CutSuffix(name, "+pages"); ok {
+		c.kernel, c.pages = k, true
+	}
+	for _, d := range []topk.DType{topk.Float16, topk.BFloat16} {
+		if k, ok := strings.CutSuffix(c.kernel, "."+d.ScoreType().String()); ok {
+			c.kernel, c.scores = k, d
+		}
+	}
+	return c
+}
+
+// columns expands the kernels into the table's columns: each kernel on
+// float32 rows, on rows of each 16-bit type, and with the page-table
+// output; the floor kernels only as they are.
+func columns(kernels []string, scores []topk.DType, pages bool) []string {
+	var out []string
+	for _, k := range kernels {
+		out = append(out, k)
+		if isFloor(k) {
+			continue
+		}
+		for _, d := range scores {
+			if d != topk.Float32 {
+				out = append(out, k+"."+d.ScoreType().String())
+			}
+		}
+		if pages {
+			out = append(out, k+"+pages")
+		}
+	}
+	return out
+}
