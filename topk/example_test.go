@@ -3,6 +3,7 @@
 package topk_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 
@@ -67,6 +68,62 @@ func Example() {
 		}
 	}
 	if err := sel.Reset(); err != nil { // a new sequence: the next step runs the fallback kernel
+		log.Fatal(err)
+	}
+}
+
+// The serving contracts of the README, one step each (compiled with -tags
+// cuda, not run).
+func Example_serving() {
+	const seqs, nextN, stride, pageSize = 4, 2, 65536, 64
+	dev, err := runtime.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// bfloat16 scores, counts of valid outputs, up to seqs*nextN rows.
+	sel, err := topk.NewSelector(topk.Config{MaxRows: seqs * nextN, Scores: topk.BFloat16, Counts: true, Device: dev})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sel.Close()
+	rows := seqs * nextN
+	scores, _ := dev.Alloc(2 * rows * stride) // bf16 [rows, stride], from the indexer
+	seqLens, _ := dev.Alloc(4 * seqs)         // int32 [seqs]: the sequences' lengths
+	table, _ := dev.Alloc(4 * seqs * stride / pageSize)
+	pages, _ := dev.Alloc(4 * rows * 2048) // int32 [rows, K]: the attention kernel's gather slots
+	for _, b := range []*runtime.Buffer{scores, seqLens, table, pages} {
+		defer b.Free()
+	}
+	host := topk.BFloat16.Narrow(topk.Synthetic{N: stride, Seed: 1}.Rows(rows))
+	blocks := make([]int32, seqs*stride/pageSize) // each sequence's KV-cache blocks
+	for i := range blocks {
+		blocks[i] = int32(len(blocks) - 1 - i)
+	}
+	if err := errors.Join(runtime.Upload(scores, host), runtime.Upload(seqLens, []int32{65536, 40000, 9000, 3000}),
+		runtime.Upload(table, blocks)); err != nil {
+		log.Fatal(err)
+	}
+
+	// Decode with MTP: NextN rows per sequence, row r's length computed on
+	// the device from seq_lens; the output also mapped through the page
+	// table (block size 64), the raw indices kept as the layer's feedback.
+	res, err := sel.Select(0, topk.Batch{Scores: scores, Stride: stride, Rows: rows, DeviceLengths: seqLens, NextN: nextN,
+		Pages: pages, PageTable: table, PageTableStride: stride / pageSize, PageSize: pageSize}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	counts, err := res.ReadCounts() // min(K, n) per row
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Kernel, counts)
+
+	// Prefill: row r selects among columns [starts[r], lengths[r]) of its
+	// row, indices counted from the row's start (AbsoluteIndices).
+	starts := []int32{0, 100, 5000, 0, 0, 0, 0, 0}
+	lengths := []int32{4096, 8192, 65536, 2048, 1, 0, 30000, 65536}
+	if _, err := sel.Select(1, topk.Batch{Scores: scores, Stride: stride, Rows: rows, Lengths: lengths,
+		RowStarts: starts, AbsoluteIndices: true}, nil); err != nil {
 		log.Fatal(err)
 	}
 }
