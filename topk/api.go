@@ -135,6 +135,12 @@ type Batch struct {
 	RowStarts       []int32
 	DeviceRowStarts *runtime.Buffer
 	AbsoluteIndices bool
+	// NoPrediction runs the step without the layer's previous indices as
+	// its prediction (a fallback kernel, as on a layer's first step): for
+	// rows that do not follow the layer's last ones, such as a prefill's
+	// chunks, whose stale prediction would cost a pass and gain nothing.
+	// The step's indices still become the layer's next prediction.
+	NoPrediction bool
 	// Pages, if set, is a caller-owned int32 [Rows, K] buffer that gets
 	// the fused page-table output: slot j of row r holds the selected
 	// column c (in the row, whatever the index space) mapped through the page table of the row's batch b = r /

@@ -363,8 +363,9 @@ func nextNRows(rng *rand.Rand, seqLens []int32, nextN, stride int) (host []float
 
 // TestSelectWindows: prefill windows through a Selector: row r selects
 // among [RowStarts[r], Lengths[r]) of its row, indices from the window's
-// start or the row's (AbsoluteIndices), a fallback then a predicted step;
-// bad windows are refused.
+// start or the row's (AbsoluteIndices), a fallback then a predicted step,
+// then one with NoPrediction (a prefill's next chunk: a fallback kernel
+// again); bad windows are refused.
 func TestSelectWindows(t *testing.T) {
 	d := gpu(t)
 	const stride = 70001
@@ -379,7 +380,7 @@ func TestSelectWindows(t *testing.T) {
 	scores := alloc(t, d, 4*rows*stride)
 	for _, abs := range []bool{false, true} {
 		must(t, sel.Reset())
-		for step := range 2 {
+		for step := range 3 {
 			host := make([]float32, rows*stride)
 			for i := range host {
 				host[i] = float32(math.NaN()) // outside every window
@@ -391,8 +392,11 @@ func TestSelectWindows(t *testing.T) {
 			}
 			must(t, runtime.Upload(scores, host))
 			res, err := sel.Select(0, Batch{Scores: scores, Stride: stride, Rows: rows, Lengths: ends,
-				RowStarts: starts, AbsoluteIndices: abs}, nil)
+				RowStarts: starts, AbsoluteIndices: abs, NoPrediction: step == 2}, nil)
 			must(t, err)
+			if res.Predicted != (step == 1) || strings.HasPrefix(res.Kernel, "gvr_topk") != (step == 1) {
+				t.Errorf("abs %v, step %d: %s, predicted %v; want a prediction at step 1 only", abs, step, res.Kernel, res.Predicted)
+			}
 			idx, vals := readResult(t, res)
 			for r := range rows {
 				rel := slices.Clone(idx[r*k : (r+1)*k])

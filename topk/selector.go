@@ -266,14 +266,15 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 			n = max(n, int(m)) // with NextN, a sequence's length is its longest row's
 		}
 	}
-	c := choose(step{rows: b.Rows, n: n, predicted: l.primed, device: s.device})
+	predicted := l.primed && !b.NoPrediction
+	c := choose(step{rows: b.Rows, n: n, predicted: predicted, device: s.device})
 	kern := s.kernels[c]
 	if kern == nil { // a cluster kernel that cfg leaves no room for: one CTA per row
-		c = choose(step{rows: b.Rows, n: n, predicted: l.primed})
+		c = choose(step{rows: b.Rows, n: n, predicted: predicted})
 		kern = s.kernels[c]
 	}
 	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Counts: l.counts,
-		Pages: b.Pages, Predicted: l.primed, Kernel: c.name, Cluster: c.cluster}
+		Pages: b.Pages, Predicted: predicted, Kernel: c.name, Cluster: c.cluster}
 	if b.Rows == 0 {
 		return res, nil
 	}
@@ -282,7 +283,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		vals = l.vals.Ptr()
 	}
 	k, args := kern.k, kern.args
-	if l.primed {
+	if predicted {
 		// In place: gvr_topk reads row r's prediction before it writes any
 		// of row r's output, and each CTA touches only its own row (in
 		// gvr_topk_cluster, every CTA of row r's cluster reads the
