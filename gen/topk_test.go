@@ -777,8 +777,35 @@ func readI32s(t *testing.T, mem *emu.Memory, addr uint64, n int) []int32 {
 // counted from the window's start or, with abs_idx, the row's; a
 // prediction is read in the same space; the page-table output maps the
 // column in the row either way. Every kernel, a cluster one and sorted
-// output included; nothing outside a window chosen.
+// output included, on float32, bfloat16 and float16 rows (a window's start
+// moves the row by its score size); nothing outside a window chosen.
 func TestWindows(t *testing.T) {
+	for _, d := range []topk.DType{topk.Float32, topk.BFloat16, topk.Float16} {
+		t.Run(d.String(), func(t *testing.T) { testWindows(t, d) })
+	}
+}
+
+// allocScores puts rows of float32 scores in mem as scores of type d, and
+// returns their address and the values the kernels see (the rows rounded
+// to d, exactly widened).
+func allocScores(t *testing.T, mem *emu.Memory, host []float32, d topk.DType) (uint64, []float32) {
+	t.Helper()
+	if d == topk.Float32 {
+		return mem.AllocF32s(host), host
+	}
+	h := d.Narrow(host)
+	raw := make([]byte, 0, 2*len(h))
+	for _, v := range h {
+		raw = binary.LittleEndian.AppendUint16(raw, v)
+	}
+	a := mem.Alloc(len(raw), 16)
+	if err := mem.Write(a, raw); err != nil {
+		t.Fatal(err)
+	}
+	return a, d.Widen(h)
+}
+
+func testWindows(t *testing.T, d topk.DType) {
 	const stride = 303
 	r := rand.New(rand.NewPCG(41, 42))
 	starts := []int32{0, 5, 100, 290, 300, -7, 200, 17}
@@ -806,18 +833,19 @@ func TestWindows(t *testing.T) {
 		table[i] = int32(r.IntN(1 << 20))
 	}
 	instr := cfgK16
-	instr.Instrument = true
+	instr.Instrument, instr.Scores = true, d.ScoreType()
 	for _, abs := range []bool{false, true} {
 		for _, kc := range servingKernels(instr, 4, 200) {
 			p, k := load(t, kc.name, kc.cfg)
 			K := kc.cfg.K
 			mem := emu.NewMemory()
+			scores, host := allocScores(t, mem, host, d)
 			outIdx, outPages := mem.AllocI32s(make([]int32, rows*K)), mem.AllocI32s(make([]int32, rows*K))
 			absArg := uint64(0)
 			if abs {
 				absArg = 1
 			}
-			args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
+			args := k.Launch.Args().Set("scores", scores).Set("row_stride", stride).
 				Set("lengths", mem.AllocI32s(ends)).Set("next_n", 0).Set("row_starts", mem.AllocI32s(starts)).Set("abs_idx", absArg).
 				Set("out_idx", outIdx).Set("out_vals", 0).Set("out_count", 0).
 				Set("page_table", mem.AllocI32s(table)).Set("page_table_stride", uint64(ptStride)).
@@ -888,17 +916,18 @@ func TestWindows(t *testing.T) {
 
 // servingKernels are the kernels the serving-contract tests run: gvr_topk
 // with gvr, topk_fallback with sorted output, topk_radix, and
-// gvr_topk_cluster in clusters of c holding maxN.
+// gvr_topk_cluster in clusters of c holding maxN; all on gvr's score type.
 func servingKernels(gvr gen.Config, c, maxN int) []struct {
 	name string
 	cfg  gen.Config
 } {
-	sorted := cfgK16
+	plain := cfgK16
+	plain.Scores = gvr.Scores
+	sorted, cluster := plain, plain
 	sorted.Sorted = true
-	cluster := cfgK16
 	cluster.Cluster, cluster.MaxN = c, maxN
 	return []struct {
 		name string
 		cfg  gen.Config
-	}{{"gvr_topk", gvr}, {"topk_fallback", sorted}, {"topk_radix", cfgK16}, {"gvr_topk_cluster", cluster}}
+	}{{"gvr_topk", gvr}, {"topk_fallback", sorted}, {"topk_radix", plain}, {"gvr_topk_cluster", cluster}}
 }
