@@ -44,9 +44,10 @@ type cluster struct {
 	carrived int
 	cexited  int
 
-	mbars   map[mbKey]*mbarrier
-	pending []*bulkCopy // bulk copies issued, not landed yet
-	copies  []*bulkCopy // every bulk copy, by id (the race detector names them)
+	mbars    map[mbKey]*mbarrier
+	arrivals []arrival   // mbarrier arrivals, for the race detector
+	pending  []*bulkCopy // bulk copies issued, not landed yet
+	copies   []*bulkCopy // every bulk copy, by id (the race detector names them)
 }
 
 // nclusters is the grid's clusters in each dimension.
@@ -222,7 +223,7 @@ func (cl *cluster) completeClusterPhase() {
 	cl.carrived = 0
 	for _, c := range cl.ctas {
 		if c.race != nil {
-			c.race.barrier()
+			c.race.barrier(cl.clock)
 		}
 	}
 }

@@ -448,3 +448,102 @@ func TestClusterDeterministic(t *testing.T) {
 		t.Errorf("two runs of seed 42: %+v and %+v", stats[0], stats[1])
 	}
 }
+
+// mbarrierExchangeKernel: thread r < size of each CTA stores the CTA's
+// rank*100+r into word rank of CTA r's buffer through mapa and signals
+// CTA r's mbarrier (expecting size arrivals) with a remote arrive; every
+// thread waits on its own CTA's mbarrier, then thread t < size reads word
+// t and stores it. mode "thread": the storing thread arrives; "cta": the
+// stores, a CTA barrier, then thread 0 arrives on every CTA's mbarrier (a
+// release is cumulative); "early": the arrive comes before the store (a
+// race).
+func mbarrierExchangeKernel(t *testing.T, size int, mode string) *Program {
+	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+		buf := m.Shared("buf", ptx.U32, 16, 4)
+		bar := m.Shared("bar", ptx.B64, 1, 8)
+		rank, ctaid := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mov(rank, ptx.ClusterCtaRank)
+		e.Mov(ctaid, ptx.CtaIDX)
+		zero, mine := e.Pred(), e.Pred()
+		e.Setp(zero, ptx.EQ, tid, ptx.Imm(0))
+		e.Setp(mine, ptx.LT, tid, ptx.Imm(size))
+		e.If(zero, func() {
+			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(size))
+			e.FenceMbarrierInit()
+		})
+		e.BarrierClusterSync()
+		arrive := func(to ptx.Operand) {
+			r := e.Reg(ptx.U32)
+			e.Mapa(ptx.SpaceSharedCluster, r, bar, to)
+			e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(r, 0))
+		}
+		e.If(mine, func() {
+			if mode == "early" {
+				arrive(tid)
+			}
+			a, v := e.Reg(ptx.U32), e.Reg(ptx.U32)
+			e.Mov(a, buf)
+			e.Mad(a, rank, ptx.Imm(4), a)
+			e.Mapa(ptx.SpaceSharedCluster, a, a, tid)
+			e.Mad(v, rank, ptx.Imm(100), tid)
+			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(a, 0), v)
+			if mode == "thread" {
+				arrive(tid)
+			}
+		})
+		if mode == "cta" {
+			e.BarSync(0)
+			e.If(zero, func() {
+				for r := range size {
+					arrive(ptx.Imm(int64(r)))
+				}
+			})
+		}
+		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(bar, 0), ptx.Imm(0))
+		e.If(mine, func() {
+			a, v, i := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+			e.Mov(a, buf)
+			e.Mad(a, tid, ptx.Imm(4), a)
+			e.Ld(ptx.SpaceShared, v, ptx.At(a, 0))
+			e.Mad(i, ctaid, ptx.Imm(size), tid)
+			storeAt(e, out, i, v)
+		})
+		e.BarrierClusterSync()
+	})
+}
+
+// Stores into other CTAs' shared memory, each followed by a remote mbarrier
+// arrive, are ordered before the reads of the CTA that waited on its
+// mbarrier (by the storing thread's arrive, or by another thread's after a
+// CTA barrier); an arrive before the store is a race.
+func TestMbarrierOrdersRemoteStores(t *testing.T) {
+	for _, size := range []int{2, 4, 8} {
+		for _, mode := range []string{"thread", "cta"} {
+			p := mbarrierExchangeKernel(t, size, mode)
+			for _, seed := range seeds {
+				got, err := runOut(t, p, 2*size, 32, 2*size*size, seed, true)
+				if err != nil {
+					t.Fatalf("%s, clusters of %d, seed %d: %v", mode, size, seed, err)
+				}
+				for cta := range 2 * size {
+					for j := range size {
+						if w := uint32(j*100 + cta%size); got[cta*size+j] != w {
+							t.Fatalf("%s, clusters of %d, seed %d: CTA %d word %d: %d, want %d", mode, size, seed, cta, j, got[cta*size+j], w)
+						}
+					}
+				}
+			}
+		}
+		p := mbarrierExchangeKernel(t, size, "early")
+		var raced bool
+		for _, seed := range seeds {
+			if _, err := runOut(t, p, size, 32, size*size, seed, true); err != nil {
+				wantFault(t, err, FaultRace, "with no barrier between them")
+				raced = true
+			}
+		}
+		if !raced {
+			t.Errorf("clusters of %d: an arrive before the store raced on no schedule", size)
+		}
+	}
+}

@@ -549,7 +549,7 @@ func (w *warp) barrier(in *inst, m uint32) *Fault {
 		*b = barrier{waiting: b.waiting[:0]}
 		c.barriers++
 		if c.race != nil {
-			c.race.barrier()
+			c.race.barrier(c.cl.clock)
 		}
 	}
 	return nil

@@ -138,7 +138,7 @@ func (c *compiler) mbarrierArrive(ci *inst, in *ptx.Inst, sp ptx.Space) error {
 		A := w.v(arg)
 		for ; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m)
-			mb, _, f := w.mbar(ci, sp, l, w.at(&bar, l))
+			mb, key, f := w.mbar(ci, sp, l, w.at(&bar, l))
 			if f != nil {
 				return f
 			}
@@ -152,6 +152,7 @@ func (c *compiler) mbarrierArrive(ci *inst, in *ptx.Inst, sp ptx.Space) error {
 				return w.fault(FaultBarrier, ci, 1<<l, "%d arrivals on an mbarrier whose phase %d expects %d more", n, mb.phase, mb.pending)
 			}
 			state := uint64(mb.phase)
+			w.recordArrival(l, key, mb.phase)
 			mb.pending -= n
 			mb.complete()
 			if d >= 0 {

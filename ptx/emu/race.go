@@ -13,8 +13,12 @@ import "fmt"
 // completed barrier (bar.sync/barrier.sync, with or without a thread count)
 // starts a new epoch for the whole CTA, so a barrier of a subset of the
 // threads is treated as ordering everyone: the detector may miss a race
-// across named barriers, it never reports a false one there. shfl, vote and
-// redux do not order memory. Atomics count as writes that never race with
+// across named barriers, it never reports a false one there. An mbarrier
+// orders too: an access is ordered before a thread whose warp saw a phase
+// of an mbarrier complete in which the accessing thread arrived after the
+// access, or another thread of its CTA arrived after a CTA barrier that
+// followed the access (a release is cumulative). shfl, vote and redux do
+// not order memory. Atomics count as writes that never race with
 // each other. A byte access counts for its whole grain (two threads writing
 // the two bytes of one grain are reported); 16-bit accesses to the halves of
 // a word are told apart, as 16-bit scores in shared memory need.
@@ -40,8 +44,9 @@ type shadow struct {
 }
 
 type raceState struct {
-	epoch  uint32
-	grains []shadow
+	barTime int64 // the cluster's clock at the CTA's last completed barrier
+	epoch   uint32
+	grains  []shadow
 	// syncs holds, per warp, the member masks of the bar.warp.sync executed
 	// in the current epoch, in order.
 	syncs [][]uint32
@@ -51,8 +56,9 @@ func newRaceState(smemBytes, warps int) *raceState {
 	return &raceState{epoch: 1, grains: make([]shadow, (smemBytes+raceGrain-1)/raceGrain), syncs: make([][]uint32, warps)}
 }
 
-// barrier starts a new epoch.
-func (r *raceState) barrier() {
+// barrier starts a new epoch, at the cluster's clock now.
+func (r *raceState) barrier(now int64) {
+	r.barTime = now
 	r.epoch++
 	for i := range r.syncs {
 		r.syncs[i] = r.syncs[i][:0]
@@ -74,6 +80,9 @@ func (w *warp) ordered(a access, l int) bool {
 	if a.thread < 0 {
 		cp := w.c.cl.copies[-a.thread-1]
 		return w.observed[cp.bar] > cp.phase
+	}
+	if w.arrivedAfter(a) {
+		return true
 	}
 	per := int32(32 * len(w.c.warps))
 	if int((a.thread-1)/per) != w.c.rank {
@@ -190,4 +199,40 @@ func (cl *cluster) describe(a access, writes bool) string {
 	}
 	o := &c.k.code[a.pc]
 	return fmt.Sprintf("%s %s at line %d `%s`", who, verb(writes || a.atomic, a.atomic), o.line, o.text)
+}
+
+// arrival is an mbarrier arrival the race detector keeps: by thread (as
+// access.thread), in phase, at the cluster's clock time, when its CTA's
+// last barrier had completed at barTime.
+type arrival struct {
+	key           mbKey
+	phase         uint32
+	thread        int32
+	time, barTime int64
+}
+
+// recordArrival notes lane l of w's arrival on the mbarrier key in phase.
+func (w *warp) recordArrival(l int, key mbKey, phase uint32) {
+	if w.c.race == nil {
+		return
+	}
+	cl := w.c.cl
+	cl.arrivals = append(cl.arrivals, arrival{key: key, phase: phase, thread: w.threadID(l), time: cl.clock, barTime: w.c.race.barTime})
+}
+
+// arrivedAfter reports whether access a is ordered before w's current
+// access by an mbarrier: w saw a phase complete in which a's thread
+// arrived after a, or a thread of a's CTA arrived after a barrier of that
+// CTA that followed a.
+func (w *warp) arrivedAfter(a access) bool {
+	per := int32(32 * len(w.c.warps))
+	for _, ar := range w.c.cl.arrivals {
+		if ar.time <= a.time || w.observed[ar.key] <= ar.phase {
+			continue
+		}
+		if ar.thread == a.thread || (ar.thread-1)/per == (a.thread-1)/per && a.time < ar.barTime {
+			return true
+		}
+	}
+	return false
 }
