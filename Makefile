@@ -89,7 +89,10 @@ ptxas12-check: ## assemble golden/*_sm_90*.ptx and every kernel for sm_90, sm_90
 	done; done && \
 	for k in $$("$$d/ptxgen" -list | awk '$(TOPK_KERNELS) {print $$1}'); do for s in f16 bf16; do \
 		"$$d/ptxgen" -kernel $$k -arch sm_90 -scores $$s -o "$$d/$${k}_$${s}_sm_90.ptx" || exit 1; \
-	done; done && rm "$$d/ptxgen" && \
+	done; done && \
+	for k in gvr_topk_cluster topk_fallback_cluster; do \
+		"$$d/ptxgen" -kernel $$k -arch sm_90 -cluster 8 -mbarrier-rounds -o "$$d/$${k}_mbarrier_sm_90.ptx" || exit 1; \
+	done && rm "$$d/ptxgen" && \
 	PTXAS="$$p" scripts/ptxas-check.sh golden/*_sm_90*.ptx "$$d"
 
 # The cuda-tagged build (package runtime and what uses it) needs cgo and the
@@ -121,6 +124,7 @@ gpu-test: ## build GPU test + benchmark binaries and sm_90/100/120 PTX into gpub
 		|| exit 1; done; \
 		for k in cluster_count_ge cluster_read gvr_topk_cluster; do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster 8 -o $(GPUBIN)/$${k}_$$arch.ptx || exit 1; done; \
+		$(GO) run ./cmd/ptxgen -kernel gvr_topk_cluster -arch $$arch -cluster 16 -mbarrier-rounds -o $(GPUBIN)/gvr_topk_cluster_mbarrier_$$arch.ptx || exit 1; \
 		for s in f16 bf16; do for k in gvr_topk gvr_topk_cluster; do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster $$([ $$k = gvr_topk ] && echo 0 || echo 8) -scores $$s -o $(GPUBIN)/$${k}_$${s}_$$arch.ptx || exit 1; \
 		done; done; done

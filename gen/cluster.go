@@ -69,7 +69,7 @@ func clusterLayout(name string, cfg Config) (int, clusterShared) {
 	var sh clusterShared
 	if generators[name].topk {
 		newTopKShared(&l, cfg, true)
-		_, sh = allocClusterTopK(&l, cfg)
+		sh = allocClusterTopK(&l, cfg).slice
 	} else {
 		sh = allocCluster(&l, cfg)
 	}
@@ -434,19 +434,40 @@ type clusterPart struct {
 	// meet a CTA still reading the round before.
 	xchg      [2]region
 	cur, both ptx.Reg // u32 shared addresses
+	// With Config.MbarrierRounds, each buffer's mbarrier (expecting one
+	// arrival per CTA a round; curBar and bothBar as cur and both), the
+	// rounds so far (a buffer's uses alternate its phase parity), and the
+	// leader's mbarrier for the candidates' hand-over; ctl.bars is empty
+	// without.
+	ctl             clusterTopKShared
+	curBar, bothBar ptx.Reg
+	round           ptx.Reg
 }
 
 // exchangeVals is how many u32 values one exchange round carries per CTA:
 // Phase 2's first pass counts firstPoints thresholds.
 const exchangeVals = firstPoints
 
+// clusterTopKShared is a cluster Top-K kernel's shared memory after the
+// Top-K kernel's.
+type clusterTopKShared struct {
+	xchg  [2]region
+	bars  region // MbarrierRounds: the exchange buffers' mbarriers, then the hand-over's
+	slice clusterShared
+}
+
 // allocClusterTopK lays out, after the Top-K shared memory in l, a
-// cluster Top-K kernel's exchange buffers and then its slice, which takes
-// what is left.
-func allocClusterTopK(l *layout, cfg Config) (xchg [2]region, sh clusterShared) {
+// cluster Top-K kernel's exchange buffers (and their mbarriers) and then
+// its slice, which takes what is left.
+func allocClusterTopK(l *layout, cfg Config) clusterTopKShared {
+	var s clusterTopKShared
 	bytes := 4 * exchangeVals * cfg.cluster()
-	xchg = [2]region{l.alloc("exchange0", bytes, 16), l.alloc("exchange1", bytes, 16)}
-	return xchg, allocCluster(l, cfg)
+	s.xchg = [2]region{l.alloc("exchange0", bytes, 16), l.alloc("exchange1", bytes, 16)}
+	if cfg.MbarrierRounds {
+		s.bars = l.alloc("round_mbarriers", 3*8, 8)
+	}
+	s.slice = allocCluster(l, cfg)
+	return s
 }
 
 // newClusterPart lays out a cluster Top-K kernel's exchange and slice
@@ -454,11 +475,18 @@ func allocClusterTopK(l *layout, cfg Config) (xchg [2]region, sh clusterShared) 
 func (t *topk) newClusterPart(cfg Config) *clusterPart {
 	e := t.e
 	p := &clusterPart{size: cfg.cluster()}
-	p.xchg, p.sh = allocClusterTopK(&t.smem.layout, cfg)
+	p.ctl = allocClusterTopK(&t.smem.layout, cfg)
+	p.xchg, p.sh = p.ctl.xchg, p.ctl.slice
 	p.cur, p.both = t.u32(), t.u32()
 	e.Add(p.cur, t.smem.base, ptx.Imm(int64(p.xchg[0].off)))
 	e.Add(p.both, t.smem.base, ptx.Imm(int64(p.xchg[1].off)))
 	e.Add(p.both, p.both, p.cur)
+	if cfg.MbarrierRounds {
+		p.curBar, p.bothBar, p.round = t.u32(), t.u32(), t.constU32(0)
+		e.Add(p.curBar, t.smem.base, ptx.Imm(int64(p.ctl.bars.off)))
+		e.Add(p.bothBar, p.curBar, p.curBar)
+		e.Add(p.bothBar, p.bothBar, ptx.Imm(8))
+	}
 	rank := t.u32()
 	e.Mov(rank, ptx.ClusterCtaRank)
 	p.leader = t.setp(ptx.EQ, rank, ptx.Imm(0))
@@ -466,11 +494,42 @@ func (t *topk) newClusterPart(cfg Config) *clusterPart {
 }
 
 // startPart starts bringing a cluster kernel's slice of the row into
-// shared memory (nothing for one CTA per row).
+// shared memory (nothing for one CTA per row). With MbarrierRounds, thread
+// 0 initialises the rounds' mbarriers first: the cluster barrier of the
+// slice makes them the other CTAs' to arrive on.
 func (t *topk) startPart() {
-	if t.part != nil {
-		t.part.s = t.startSlice(t.part.sh, t.part.size, t.row, t.n, nil)
+	p := t.part
+	if p == nil {
+		return
 	}
+	var before func(slice)
+	if p.mbar() {
+		before = func(slice) {
+			e := t.e
+			e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+				for i := range 3 {
+					n := p.size // a round: one arrival per CTA
+					if i == 2 {
+						n = max(p.size-1, 1) // the hand-over: every CTA but the leader
+					}
+					e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(int64(n)))
+				}
+				e.FenceMbarrierInit()
+			})
+		}
+	}
+	p.s = t.startSlice(p.sh, p.size, t.row, t.n, before)
+}
+
+// mbar reports whether the rounds signal with mbarriers (MbarrierRounds).
+func (p *clusterPart) mbar() bool { return p.ctl.bars.bytes > 0 }
+
+// handOver is the shared address of the leader's mbarrier that the other
+// CTAs' candidates complete on (MbarrierRounds).
+func (p *clusterPart) handOver(c *cta) ptx.Reg {
+	a := c.u32()
+	c.e.Add(a, c.smem.base, ptx.Imm(int64(p.ctl.bars.off+16)))
+	return a
 }
 
 // awaitPart waits for the slice startPart began.
@@ -508,9 +567,28 @@ func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
 		for i, v := range vals {
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(remote, int64(4*i)), v)
 		}
+		if p.mbar() {
+			// Released to CTA tid: its wait below sees the stores.
+			bar := c.u32()
+			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, c.tid)
+			e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(bar, 0))
+		}
 	})
-	e.BarrierClusterArrive(ptx.SemRelease)
-	e.BarrierClusterWait(ptx.SemAcquire)
+	if p.mbar() {
+		// Every CTA's values are here once this buffer's mbarrier completes
+		// its phase of this round. A CTA writes a buffer again two rounds
+		// on, past the round between, whose arrivals each CTA makes only
+		// after reading this one (and a CTA barrier).
+		parity := c.u32()
+		e.Shr(parity, p.round, ptx.Imm(1))
+		e.And(parity, parity, ptx.Imm(1))
+		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(p.curBar, 0), parity)
+		e.Add(p.round, p.round, ptx.Imm(1))
+		e.Sub(p.curBar, p.bothBar, p.curBar)
+	} else {
+		e.BarrierClusterArrive(ptx.SemRelease)
+		e.BarrierClusterWait(ptx.SemAcquire)
+	}
 	for range vals {
 		tot, below = append(tot, c.constU32(0)), append(below, c.constU32(0))
 	}

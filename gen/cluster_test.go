@@ -217,3 +217,48 @@ func TestClusterTopKSameSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterTopKMbarrierRounds: with MbarrierRounds the cluster kernels
+// combine each round and hand the candidates over through remote mbarrier
+// arrivals: exact on the suite under the race checker, on three
+// schedules, the same output as with barrier.cluster, and only the slice's
+// cluster barrier left in the code.
+func TestClusterTopKMbarrierRounds(t *testing.T) {
+	for _, tc := range []struct{ C, maxN, n int }{{1, 512, 300}, {2, 512, 300}, {4, 1024, 1000}, {4, 256, 700}} {
+		cfg := cfgK16
+		cfg.Cluster, cfg.MaxN = tc.C, tc.maxN
+		mb := cfg
+		mb.MbarrierRounds = true
+		t.Run(fmt.Sprintf("C=%d/MaxN=%d/n=%d", tc.C, tc.maxN, tc.n), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.C), 77))
+			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
+			for _, name := range []string{"gvr_topk_cluster", "topk_fallback_cluster"} {
+				pb, kb := load(t, name, cfg)
+				pm, km := load(t, name, mb)
+				if n := strings.Count(km.PTX(), "barrier.cluster.wait"); n != 1 {
+					t.Errorf("%s with MbarrierRounds: %d barrier.cluster.wait, want 1 (the slice's)", name, n)
+				}
+				modes := []string{"none"}
+				if name == "gvr_topk_cluster" {
+					modes = []string{"perfect", "random", "garbage"}
+				}
+				for _, mode := range modes {
+					if mode != "none" {
+						predict(r, cs, mode, cfg.K)
+					}
+					wi, wv, _ := launchSeed(t, pb, kb, cs, false, 0)
+					for seed := range uint64(3) {
+						idx, vals, _ := launchSeed(t, pm, km, cs, true, seed)
+						checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, cfg.K, idx, vals)
+						if fmt.Sprint(idx, vals) != fmt.Sprint(wi, wv) {
+							t.Errorf("%s pred=%s seed %d: output differs from the barrier.cluster kernel's", name, mode, seed)
+						}
+					}
+				}
+			}
+		})
+	}
+	if _, err := gen.Generate("gvr_topk", gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90, MbarrierRounds: true}); err == nil {
+		t.Error("gvr_topk accepted MbarrierRounds")
+	}
+}

@@ -47,6 +47,13 @@ type Config struct {
 	// values written are those of the 16-bit numbers; a 16-bit row is half
 	// the bytes to read (and a cluster holds rows twice as long).
 	Scores ScoreType
+	// MbarrierRounds makes the cluster Top-K kernels signal each round
+	// that combines counts across the cluster with remote mbarrier
+	// arrivals, every CTA waiting on its own mbarrier, instead of a
+	// barrier.cluster of the whole cluster; the candidates reach the
+	// leader the same way, and the other CTAs end without waiting for it.
+	// An experiment until measured against the barrier (perf notes 29).
+	MbarrierRounds bool
 }
 
 // ScoreType is the element type of the score rows.
@@ -126,6 +133,9 @@ func (c Config) String() string {
 	}
 	if c.Scores != Float32 {
 		s += " Scores=" + c.Scores.String()
+	}
+	if c.MbarrierRounds {
+		s += " MbarrierRounds"
 	}
 	return s
 }

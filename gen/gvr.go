@@ -1021,8 +1021,29 @@ func (t *topk) phase3Collect(v verdict) {
 		})
 	})
 	// Every CTA's candidates are in the leader's buffer before it reads them.
-	e.BarrierClusterArrive(ptx.SemRelease)
-	e.BarrierClusterWait(ptx.SemAcquire)
+	if !t.part.mbar() {
+		e.BarrierClusterArrive(ptx.SemRelease)
+		e.BarrierClusterWait(ptx.SemAcquire)
+		return
+	}
+	if t.part.size == 1 {
+		return
+	}
+	// The others signal the leader's hand-over mbarrier once all their
+	// copies are done (the CTA barrier; a release is cumulative) and end;
+	// the leader alone waits.
+	t.sync()
+	hand := t.part.handOver(t.cta)
+	e.If(t.part.leader.Not(), func() {
+		e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+			bar := t.u32()
+			e.Mapa(ptx.SpaceSharedCluster, bar, hand, ptx.Imm(0))
+			e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(bar, 0))
+		})
+	})
+	e.If(t.part.leader, func() {
+		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(hand, 0), ptx.Imm(0))
+	})
 }
 
 // phase4Refine selects exactly K of the total candidates: radix select on

@@ -78,6 +78,9 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	} else if cfg.Cluster > 1 || cfg.MaxN != 0 {
 		return nil, fmt.Errorf("kernel %s (%v): Cluster and MaxN are for the cluster kernels; %s runs one CTA per row", name, cfg, name)
 	}
+	if cfg.MbarrierRounds && !(g.cluster && g.topk) {
+		return nil, fmt.Errorf("kernel %s (%v): MbarrierRounds is for the cluster Top-K kernels", name, cfg)
+	}
 	if cfg.Scores != Float32 && !g.topk {
 		return nil, fmt.Errorf("kernel %s (%v): Scores = %v is for the Top-K kernels; %s reads float32", name, cfg, cfg.Scores, name)
 	}

@@ -37,17 +37,23 @@ func isFloor(name string) bool {
 
 // A column is a kernel timed one way: its name is the kernel's (gvr,
 // cgvr16, auto), then ".bf16" or ".f16" for rows of 16-bit scores (-scores),
-// or "+pages" for the fused page-table output (-pages).
+// "+pages" for the fused page-table output (-pages), or "+mbar" for a
+// cluster Top-K kernel whose rounds signal with mbarriers
+// (-mbarrier-rounds: gen.Config.MbarrierRounds).
 type column struct {
 	kernel string     // gvr, cgvr16, auto...
 	scores topk.DType // the rows' score type
 	pages  bool       // the kernel also writes the page-table output
+	mbar   bool       // MbarrierRounds
 }
 
 func parseColumn(name string) column {
 	c := column{kernel: name}
 	if k, ok := strings.CutSuffix(name, "+pages"); ok {
 		c.kernel, c.pages = k, true
+	}
+	if k, ok := strings.CutSuffix(name, "+mbar"); ok {
+		c.kernel, c.mbar = k, true
 	}
 	for _, d := range []topk.DType{topk.Float16, topk.BFloat16} {
 		if k, ok := strings.CutSuffix(c.kernel, "."+d.ScoreType().String()); ok {
@@ -58,14 +64,18 @@ func parseColumn(name string) column {
 }
 
 // columns expands the kernels into the table's columns: each kernel on
-// float32 rows, on rows of each 16-bit type, and with the page-table
-// output; the floor kernels only as they are.
-func columns(kernels []string, scores []topk.DType, pages bool) []string {
+// float32 rows, on rows of each 16-bit type, with the page-table output,
+// and a cluster Top-K kernel with mbarrier rounds; the floor kernels only
+// as they are.
+func columns(kernels []string, scores []topk.DType, pages, mbar bool) []string {
 	var out []string
 	for _, k := range kernels {
 		out = append(out, k)
 		if isFloor(k) {
 			continue
+		}
+		if p, _ := clusterOf(k); mbar && p != "" {
+			out = append(out, k+"+mbar")
 		}
 		for _, d := range scores {
 			if d != topk.Float32 {

@@ -19,7 +19,9 @@
 // kernel on rows of 16-bit scores (columns gvr.f16, gvr.bf16: the float32
 // rows rounded, checked against the reference of the rounded rows), and
 // with -pages P the same kernel also writing the fused page-table output of
-// page size P (columns gvr+pages, checked slot by slot),
+// page size P (columns gvr+pages, checked slot by slot), and with
+// -mbarrier-rounds each cluster Top-K kernel with its rounds signalled by
+// mbarriers instead of barrier.cluster (columns cgvr16+mbar),
 //
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time

@@ -50,6 +50,7 @@ type options struct {
 	clusters       []int        // the cluster sizes of the floor kernels
 	scores         []topk.DType // -scores: the row types the kernels are timed on
 	pageSize       int          // -pages: with the fused page-table output of this page size (0: without)
+	mbar           bool         // -mbarrier-rounds: the cluster Top-K kernels with mbarrier rounds too
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -67,6 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
 	scores := fs.String("scores", "f32", "the score types the kernels are timed on, comma-separated (f32, f16, bf16): a 16-bit type adds a column per kernel (gvr.bf16), its rows the float32 rows rounded")
+	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds)")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
 	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
@@ -142,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.pageSize < 0 {
 		return fail(2, "-pages %d: want a page size, or 0", o.pageSize)
 	}
-	o.kernels = columns(o.kernels, o.scores, o.pageSize > 0)
+	o.kernels = columns(o.kernels, o.scores, o.pageSize > 0, o.mbar)
 	for _, m := range strings.Split(*mode, ",") {
 		switch m {
 		case "cold":
@@ -639,14 +641,14 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 		return b.kern[name], b.kern[name+"/instrumented"], nil
 	}
 	cfg := b.clusterConfig(prefix, c, n)
-	cfg.Scores = col.scores.ScoreType()
+	cfg.Scores, cfg.MbarrierRounds = col.scores.ScoreType(), col.mbar
 	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
 		return nil, nil, nil
 	}
 	if k, err = b.clusterKernel(gname, cfg); err != nil {
 		return nil, nil, err
 	}
-	if b.o.phases && prefix != "floor" && name == col.kernel {
+	if b.o.phases && prefix != "floor" && (name == col.kernel || name == col.kernel+"+mbar") {
 		cfg.Instrument = true
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
 			return nil, nil, fmt.Errorf("instrumented: %w", err)

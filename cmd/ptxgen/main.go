@@ -45,7 +45,7 @@ type spec struct {
 	kernel, arch                    string
 	k, maxCand, block, bins, unroll int
 	cluster, maxN                   int
-	instrument                      bool
+	instrument, mbarrierRounds      bool
 	scores                          string
 }
 
@@ -56,7 +56,7 @@ func defaultSpec() spec {
 }
 
 // configFlags are the flags that set a spec; -diff takes the same names.
-var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores"}
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds"}
 
 // register defines the flags of configFlags on fs, s's fields their
 // defaults and destinations.
@@ -72,6 +72,7 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.cluster, "cluster", s.cluster, "cluster kernels: CTAs per thread-block cluster, 1 to 16 (sm_90+)")
 	fs.IntVar(&s.maxN, "max-n", s.maxN, "cluster kernels: the longest row a cluster holds in shared memory")
 	fs.StringVar(&s.scores, "scores", s.scores, "Top-K kernels: the score type, f32, f16 or bf16")
+	fs.BoolVar(&s.mbarrierRounds, "mbarrier-rounds", s.mbarrierRounds, "cluster Top-K kernels: signal the cluster's rounds with remote mbarrier arrivals instead of barrier.cluster")
 }
 
 // generate builds the kernel s names.
@@ -85,16 +86,17 @@ func (s spec) generate() (*gen.Kernel, error) {
 		return nil, err
 	}
 	return gen.Generate(s.kernel, gen.Config{
-		K:             s.k,
-		MaxCandidates: s.maxCand,
-		BlockSize:     s.block,
-		Bins:          s.bins,
-		Target:        target,
-		Unroll:        s.unroll,
-		Instrument:    s.instrument,
-		Cluster:       s.cluster,
-		MaxN:          s.maxN,
-		Scores:        scores,
+		K:              s.k,
+		MaxCandidates:  s.maxCand,
+		BlockSize:      s.block,
+		Bins:           s.bins,
+		Target:         target,
+		Unroll:         s.unroll,
+		Instrument:     s.instrument,
+		Cluster:        s.cluster,
+		MaxN:           s.maxN,
+		Scores:         scores,
+		MbarrierRounds: s.mbarrierRounds,
 	})
 }
 
