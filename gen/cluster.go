@@ -191,9 +191,11 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	// The other threads wait on the mbarrier (awaitSlice) only past this
 	// barrier. The cluster's CTAs arrive now and wait in awaitSlice, long
 	// after: the other CTAs' shared memory (and what before set up there)
-	// is touched only past that wait.
+	// is touched only past that wait. A cluster of one has no other CTA.
 	c.sync()
-	e.BarrierClusterArrive(ptx.SemRelease)
+	if clusterSize > 1 {
+		e.BarrierClusterArrive(ptx.SemRelease)
+	}
 	// Meanwhile the head and the tail, one element per thread.
 	tail0 := c.u32()
 	e.Shr(tail0, vecBytes, ptx.Imm(log2(size)))
@@ -219,11 +221,13 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 
 // awaitSlice waits for the slice startSlice began: the bulk copy's
 // mbarrier, the cluster barrier startSlice arrived at (past it, every CTA
-// of the cluster has set up its shared memory), and a CTA barrier for the
-// head and tail other threads stored.
+// of the cluster has set up its shared memory; none in a cluster of one),
+// and a CTA barrier for the head and tail other threads stored.
 func (c *cta) awaitSlice(sh clusterShared) {
 	c.e.MbarrierWait(ptx.SpaceShared, ptx.ScopeDefault, ptx.At(c.smem.base, int64(sh.bar.off)), ptx.Imm(0))
-	c.e.BarrierClusterWait(ptx.SemAcquire) // startSlice arrived
+	if c.cluster > 1 {
+		c.e.BarrierClusterWait(ptx.SemAcquire) // startSlice arrived
+	}
 	c.sync()
 }
 

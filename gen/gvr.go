@@ -481,8 +481,8 @@ func (t *topk) rowTotals(vals []ptx.Reg) (tot, below []ptx.Reg) {
 		ops[i] = "add"
 	}
 	tot = t.blockReduceN(ops, vals, t.reduce)
-	if t.part == nil {
-		return tot, nil
+	if t.part == nil || t.part.size == 1 {
+		return tot, nil // one CTA holds the row: nothing to combine
 	}
 	return t.part.exchange(t.cta, tot)
 }
@@ -1002,7 +1002,7 @@ func (t *topk) phase3Collect(v verdict) {
 		})
 	})
 	t.sync()
-	if t.part == nil {
+	if t.part == nil || t.part.size == 1 {
 		return
 	}
 	// The leader's own are in place (v.below is 0 there); the others' go
@@ -1024,9 +1024,6 @@ func (t *topk) phase3Collect(v verdict) {
 	if !t.part.mbar() {
 		e.BarrierClusterArrive(ptx.SemRelease)
 		e.BarrierClusterWait(ptx.SemAcquire)
-		return
-	}
-	if t.part.size == 1 {
 		return
 	}
 	// The others signal the leader's hand-over mbarrier once all their

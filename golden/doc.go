@@ -1,6 +1,7 @@
 // Package golden holds the golden PTX files, the generated code a reviewer
 // reads in a diff: every kernel of the registry (gen.Names) on sm_90 with
-// the default configuration, and warp_reduce on sm_75 (its shuffle path,
+// the default configuration (the cluster kernels in clusters of 8), and
+// warp_reduce on sm_75 (its shuffle path,
 // where a target lacks redux.sync). On every other device target (sm_80,
 // sm_86, sm_89, sm_100, sm_120) a kernel's PTX differs from its sm_90 file
 // only in the header, which a test checks line by line, with the .version

@@ -51,7 +51,11 @@ func configFor(t ptx.Target) gen.Config {
 func cases() []goldenCase {
 	var cs []goldenCase
 	for _, name := range gen.Names() {
-		cs = append(cs, goldenCase{name + "_" + goldenTarget.Name + ".ptx", name, configFor(goldenTarget)})
+		cfg := configFor(goldenTarget)
+		if gen.IsClusterKernel(name) {
+			cfg.Cluster = 8 // what the selector runs most: the code of a cluster, not of a lone CTA
+		}
+		cs = append(cs, goldenCase{name + "_" + goldenTarget.Name + ".ptx", name, cfg})
 	}
 	cs = append(cs, goldenCase{"warp_reduce_" + shuffleTarget.Name + ".ptx", "warp_reduce", configFor(shuffleTarget)})
 	slices.SortFunc(cs, func(a, b goldenCase) int { return strings.Compare(a.file, b.file) })
