@@ -4,8 +4,12 @@
 // Config holds everything baked into a kernel's PTX: K, the capacity of the
 // shared-memory candidate buffer (MaxCandidates), the threads per CTA
 // (BlockSize), the histogram bins of the refine phase (Bins), the target
-// architecture, the float4 loads each thread keeps in flight (Unroll) and
-// whether to emit instrumentation. DefaultConfig is the GVR paper's: K =
+// architecture, the 16-byte loads each thread keeps in flight (Unroll),
+// whether to emit instrumentation, the element type of the score rows
+// (Scores: float32, float16 or bfloat16, widened to float32 exactly on
+// load, scores.go) and, for the cluster kernels, the cluster size, the
+// longest row a cluster holds (MaxN) and how its rounds signal
+// (MbarrierRounds). DefaultConfig is the GVR paper's: K =
 // 2048, MAX_CANDIDATES = 6144, 512 threads, 2048 bins, sm_100. Validate
 // reports every reason a configuration cannot be generated, all at once.
 //
@@ -68,7 +72,8 @@
 // The output is written in walk order from block prefix sums, or in rank
 // order with Sorted: bit-identical run to run. The serving contracts are
 // parameters of every Top-K kernel: next_n (speculative-decoding rows),
-// row_starts and abs_idx (windows), out_count, and the page-table output.
+// row_starts and abs_idx (windows), out_count, and the page-table output;
+// 16-bit scores are a Config.Scores of every Top-K kernel.
 //
 // Every kernel parameter is 64 bits wide (the kernel ABI), shared memory is
 // the module's one dynamic (.extern) array, and the generated PTX carries

@@ -10,7 +10,8 @@
 // mapped to the largest key, so NaN ranks above +Inf, +0 above -0, and -Inf
 // lowest; only equal keys tie, and ties go to the lowest index. The result is
 // a set unless the caller asks for rank order, and it is exact and
-// deterministic for every input.
+// deterministic for every input. Rows of float16 or bfloat16 scores (DType)
+// follow it over their exact float32 values (DType.Widen).
 //
 // Reference computes it on the CPU; Compare, SameSet and Check test a
 // kernel's output against it, as a set unless the output is sorted.
@@ -20,7 +21,8 @@
 // per step one CTA or a thread-block cluster per row from a table measured
 // on the GPU model (Tuning, Choice). A Batch can carry the serving engines'
 // contracts: NextN rows per sequence, windows, the fused page-table output;
-// Config.Counts adds the valid outputs per row. It needs the cuda build
+// Config.Counts adds the valid outputs per row, Config.Scores takes 16-bit
+// score rows. It needs the cuda build
 // tag; without it NewSelector returns runtime.ErrNoCUDA.
 // Synthetic and Decode generate the GVR paper's synthetic indexer scores and
 // decode trajectories; NewTrajectory generates decode trajectories whose
