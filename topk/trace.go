@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	"codeberg.org/sbinet/npyio/npy"
+
+	"github.com/gvr-go/gvr/internal/half"
 )
 
 // Trace is a run of decode steps of indexer scores: each step has Rows rows
@@ -91,10 +93,10 @@ type scoreCodec struct {
 var scoreDtypes = map[string]scoreCodec{
 	"<f4": {4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }},
 	">f4": {4, func(b []byte) float32 { return math.Float32frombits(binary.BigEndian.Uint32(b)) }},
-	"<f2": {2, func(b []byte) float32 { return halfToFloat32(binary.LittleEndian.Uint16(b)) }},
-	">f2": {2, func(b []byte) float32 { return halfToFloat32(binary.BigEndian.Uint16(b)) }},
-	"<V2": {2, func(b []byte) float32 { return bfloat16ToFloat32(binary.LittleEndian.Uint16(b)) }},
-	"|V2": {2, func(b []byte) float32 { return bfloat16ToFloat32(binary.LittleEndian.Uint16(b)) }},
+	"<f2": {2, func(b []byte) float32 { return half.Float16ToFloat32(binary.LittleEndian.Uint16(b)) }},
+	">f2": {2, func(b []byte) float32 { return half.Float16ToFloat32(binary.BigEndian.Uint16(b)) }},
+	"<V2": {2, func(b []byte) float32 { return half.BFloat16ToFloat32(binary.LittleEndian.Uint16(b)) }},
+	"|V2": {2, func(b []byte) float32 { return half.BFloat16ToFloat32(binary.LittleEndian.Uint16(b)) }},
 }
 
 const scoreDtypesWant = "float32 ('<f4'), float16 ('<f2') or bfloat16 ('<V2', as np.save writes ml_dtypes.bfloat16; " +
@@ -433,9 +435,9 @@ func writeScores(w io.Writer, d DType, x []float32) error {
 	for _, v := range x {
 		switch d {
 		case Float16:
-			b = binary.LittleEndian.AppendUint16(b, float32ToHalf(v))
+			b = binary.LittleEndian.AppendUint16(b, half.Float32ToFloat16(v))
 		case BFloat16:
-			b = binary.LittleEndian.AppendUint16(b, float32ToBFloat16(v))
+			b = binary.LittleEndian.AppendUint16(b, half.Float32ToBFloat16(v))
 		default:
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		}
