@@ -253,6 +253,7 @@ func TestFuzzCorpus(t *testing.T) {
 			"no values": !c.Values, "lead rows": c.Lead > 0,
 			"n=0": c.N == 0, "n=1": c.N == 1, "n=K-1": c.N == K-1 && K > 1, "n=K": c.N == K,
 			"n=K+1": c.N == K+1, "n=C+1": c.N == C+1, "fill " + c.Fill.Name: true,
+			"scores " + cfg.Scores.String(): true,
 		} {
 			seen[what] = seen[what] || ok
 		}
@@ -277,6 +278,9 @@ func TestFuzzCorpus(t *testing.T) {
 	}
 	for _, s := range fuzzcase.Specials {
 		want = append(want, "special "+s)
+	}
+	for _, s := range fuzzcase.ScoreTypes {
+		want = append(want, "scores "+s.String())
 	}
 	for _, w := range want {
 		if !seen[w] {

@@ -177,9 +177,13 @@ func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) 
 	kern, err := Kernel(d, c.Kernel, c.Config)
 	must(t, err)
 	n := b.Rows() * b.K
-	scores, lengths := alloc(t, d, 4*len(b.Scores)), alloc(t, d, 4*len(b.Lengths))
+	scores, lengths := alloc(t, d, max(4*len(b.Scores), 2*len(b.Scores16))), alloc(t, d, 4*len(b.Lengths))
 	pred, idx, vals := alloc(t, d, 4*len(b.Pred)), alloc(t, d, 4*n), alloc(t, d, 4*n)
-	must(t, runtime.Upload(scores, b.Scores))
+	if b.Scores16 != nil {
+		must(t, runtime.Upload(scores, b.Scores16))
+	} else {
+		must(t, runtime.Upload(scores, b.Scores))
+	}
 	must(t, runtime.Upload(lengths, b.Lengths))
 	must(t, runtime.Upload(pred, b.Pred))
 	must(t, idx.Memset32(nil, fuzzcase.PoisonIdx))

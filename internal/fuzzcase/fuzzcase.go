@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/internal/half"
 	"github.com/gvr-go/gvr/ptx"
 )
 
@@ -28,6 +29,10 @@ var Kernels = []string{"gvr_topk", "topk_fallback", "topk_radix"}
 // Targets are the targets a case can generate for: sm_75 lacks redux.sync,
 // so it takes the shuffle paths.
 var Targets = []ptx.Target{ptx.SM75, ptx.SM80, ptx.SM90, ptx.SM100}
+
+// ScoreTypes are the score types by Flags bits 4-5: float32 twice as often
+// as each 16-bit type.
+var ScoreTypes = [4]gen.ScoreType{gen.Float32, gen.Float16, gen.BFloat16, gen.Float32}
 
 // InterpMaxN is the longest row the interpreter's fuzz targets run: one
 // execution stays well under a second.
@@ -43,7 +48,7 @@ type Params struct {
 	Block   uint8  // BlockSize = 32 << (Block % 6): 32 to 1024
 	Bins    uint8  // Bins = 2 << (Bins % 11), raised to the warp count: 2 to 2048
 	Unroll  uint8  // Unroll = Unroll % 17 (0: the default)
-	Flags   uint8  // bit 0: Sorted; bit 1: no value output; bits 2-3: empty rows before the row
+	Flags   uint8  // bit 0: Sorted; bit 1: no value output; bits 2-3: empty rows before the row; bits 4-5: the score type (ScoreTypes)
 	N       uint32 // the row length (Length)
 	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
 	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
@@ -112,6 +117,7 @@ func (p Params) Case(maxN int) (Case, error) {
 		Target:        Targets[int(p.Target)%len(Targets)],
 		Unroll:        int(p.Unroll) % 17,
 		Sorted:        p.Flags&1 != 0,
+		Scores:        ScoreTypes[p.Flags>>4&3],
 	}
 	// Bins must be a multiple of the warp count; both are powers of two.
 	cfg.Bins = max(cfg.Bins, cfg.BlockSize/32)
@@ -153,12 +159,29 @@ func (c Case) String() string {
 // rng is the case's random source for one purpose (row, prediction).
 func (c Case) rng(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(c.Params.Seed, stream)) }
 
-// Row is the case's row: its base values, then the specials sprinkled in.
+// Row is the case's row: its base values, then the specials sprinkled in;
+// for 16-bit scores, the exact float32 values of Row16.
 func (c Case) Row() []float32 {
+	if c.Config.Scores != gen.Float32 {
+		return widen(c.Config.Scores, c.Row16())
+	}
+	return c.row32()
+}
+
+func (c Case) row32() []float32 {
 	r := c.rng(1)
 	x := c.Fill.Gen(r, c.N, c.Config.K, c.Config.MaxCandidates)
 	sprinkle(r, x, c.Params.Special, c.Config.K, c.Config.MaxCandidates)
 	return x
+}
+
+// Row16 is the row of a case of 16-bit scores: the float32 row rounded
+// (nil for float32 scores).
+func (c Case) Row16() []uint16 {
+	if c.Config.Scores == gen.Float32 {
+		return nil
+	}
+	return narrow(c.Config.Scores, c.row32())
 }
 
 // Prediction is gvr_topk's prediction for the row, made from the
@@ -201,4 +224,30 @@ func Random(r *rand.Rand) Params {
 	}
 	p.N = uint32(r.IntN(4) + 4*o)
 	return p
+}
+
+// narrow rounds x to the 16-bit score type s.
+func narrow(s gen.ScoreType, x []float32) []uint16 {
+	f := half.Float32ToFloat16
+	if s == gen.BFloat16 {
+		f = half.Float32ToBFloat16
+	}
+	h := make([]uint16, len(x))
+	for i, v := range x {
+		h[i] = f(v)
+	}
+	return h
+}
+
+// widen is the exact float32 values of 16-bit scores of type s.
+func widen(s gen.ScoreType, h []uint16) []float32 {
+	f := half.Float16ToFloat32
+	if s == gen.BFloat16 {
+		f = half.BFloat16ToFloat32
+	}
+	x := make([]float32, len(h))
+	for i, v := range h {
+		x[i] = f(v)
+	}
+	return x
 }

@@ -224,3 +224,38 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("corpus file:\n%s", p.Corpus())
 	}
 }
+
+// A case of 16-bit scores: Row is the exact float32 of Row16, and the
+// batch holds Row16 at the case's row, NaN in the slack, no float32 rows.
+func TestScoreTypes(t *testing.T) {
+	for flags, want := range map[uint8]gen.ScoreType{0: gen.Float32, 16: gen.Float16, 32: gen.BFloat16, 48: gen.Float32} {
+		p := Params{K: 30, N: 2000, Flags: flags | 2<<2, Special: 0xFF, Seed: 5}
+		c, err := p.Case(InterpMaxN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Config.Scores != want {
+			t.Fatalf("flags %#x: scores %v, want %v", flags, c.Config.Scores, want)
+		}
+		x, h := c.Row(), c.Row16()
+		b := c.Batch(x, nil)
+		if want == gen.Float32 {
+			if h != nil || b.Scores16 != nil || len(b.Scores) != b.Rows()*b.Stride {
+				t.Fatalf("float32 case: Row16 %d, Scores16 %d, Scores %d", len(h), len(b.Scores16), len(b.Scores))
+			}
+			continue
+		}
+		if len(h) != len(x) || b.Scores != nil || len(b.Scores16) != b.Rows()*b.Stride {
+			t.Fatalf("%v: row %d, Row16 %d, Scores %d, Scores16 %d", want, len(x), len(h), len(b.Scores), len(b.Scores16))
+		}
+		w := widen(want, h)
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(w[i]) || b.Scores16[c.Lead*b.Stride+i] != h[i] {
+				t.Fatalf("%v: element %d: Row %v, Row16 %#04x, batch %#04x", want, i, x[i], h[i], b.Scores16[c.Lead*b.Stride+i])
+			}
+		}
+		if v := widen(want, b.Scores16[:1])[0]; v == v {
+			t.Errorf("%v: the slack holds %v, want NaN", want, v)
+		}
+	}
+}

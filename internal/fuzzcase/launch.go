@@ -1,6 +1,7 @@
 package fuzzcase
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -15,7 +16,8 @@ import (
 // different alignments, and the slack past each row's length holds NaN, the
 // largest key: a kernel that reads past a length picks it up.
 type Batch struct {
-	Scores     []float32 // Rows() rows of Stride
+	Scores     []float32 // Rows() rows of Stride (float32 scores)
+	Scores16   []uint16  // or of 16-bit scores (Config.Scores)
 	Stride     int
 	Lengths    []int32
 	Pred       []int32 // Rows() rows of PredStride; every row gets the prediction
@@ -38,6 +40,11 @@ func (c Case) Batch(x []float32, pred []int32) Batch {
 		b.Scores[i] = float32(math.NaN())
 	}
 	copy(b.Scores[c.Lead*b.Stride:], x)
+	if s := c.Config.Scores; s != gen.Float32 {
+		b.Scores16 = narrow(s, b.Scores) // NaN slack, the row: exact
+		copy(b.Scores16[c.Lead*b.Stride:], c.Row16())
+		b.Scores = nil
+	}
 	b.Lengths[c.Lead] = int32(len(x))
 	b.Pred = make([]int32, rows*b.PredStride)
 	for r := range rows {
@@ -94,7 +101,20 @@ func RunEmu(p *emu.Program, k *gen.Kernel, b Batch, race bool) (Output, error) {
 		idx[i], vals[i] = PoisonIdx, PoisonVal
 	}
 	outIdx, outVals := mem.AllocU32s(idx), mem.AllocU32s(vals)
-	args := b.Set(k.Launch.Args(), mem.AllocF32s(b.Scores), mem.AllocI32s(b.Lengths), mem.AllocI32s(b.Pred), outIdx, outVals)
+	var scores uint64
+	if b.Scores16 == nil {
+		scores = mem.AllocF32s(b.Scores)
+	} else {
+		raw := make([]byte, 0, 2*len(b.Scores16))
+		for _, v := range b.Scores16 {
+			raw = binary.LittleEndian.AppendUint16(raw, v)
+		}
+		scores = mem.Alloc(len(raw), 16)
+		if err := mem.Write(scores, raw); err != nil {
+			return Output{}, err
+		}
+	}
+	args := b.Set(k.Launch.Args(), scores, mem.AllocI32s(b.Lengths), mem.AllocI32s(b.Pred), outIdx, outVals)
 	_, err := p.Run(mem, emu.Launch{Grid: [3]int{b.Rows() * k.Launch.Cluster}, Args: args, RaceCheck: race})
 	if err != nil {
 		return Output{}, err
