@@ -59,43 +59,19 @@ func (d DType) ScoreType() gen.ScoreType {
 // included. They are what a Selector compares and writes for such a row, so
 // Reference over them is the reference of the 16-bit row. Float32 is a
 // programmer error (a panic).
-func (d DType) Widen(h []uint16) []float32 {
-	f := d.widen()
-	x := make([]float32, len(h))
-	for i, v := range h {
-		x[i] = f(v)
-	}
-	return x
-}
+func (d DType) Widen(h []uint16) []float32 { return d.format().Widen(h) }
 
 // Narrow rounds x to scores of type d (Float16 or BFloat16): to nearest,
 // ties to even, a NaN staying a (quiet) NaN; Float16 overflows to Inf.
 // Float32 is a programmer error (a panic).
-func (d DType) Narrow(x []float32) []uint16 {
-	f := d.narrow()
-	h := make([]uint16, len(x))
-	for i, v := range x {
-		h[i] = f(v)
-	}
-	return h
-}
+func (d DType) Narrow(x []float32) []uint16 { return d.format().Narrow(x) }
 
-func (d DType) widen() func(uint16) float32 {
+func (d DType) format() half.Format {
 	switch d {
 	case Float16:
-		return half.Float16ToFloat32
+		return half.Float16
 	case BFloat16:
-		return half.BFloat16ToFloat32
-	}
-	panic(fmt.Sprintf("topk: %v scores are not 16-bit", d))
-}
-
-func (d DType) narrow() func(float32) uint16 {
-	switch d {
-	case Float16:
-		return half.Float32ToFloat16
-	case BFloat16:
-		return half.Float32ToBFloat16
+		return half.BFloat16
 	}
 	panic(fmt.Sprintf("topk: %v scores are not 16-bit", d))
 }

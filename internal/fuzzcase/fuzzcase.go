@@ -226,28 +226,16 @@ func Random(r *rand.Rand) Params {
 	return p
 }
 
-// narrow rounds x to the 16-bit score type s.
-func narrow(s gen.ScoreType, x []float32) []uint16 {
-	f := half.Float32ToFloat16
+// format is the 16-bit format of score type s (not Float32).
+func format(s gen.ScoreType) half.Format {
 	if s == gen.BFloat16 {
-		f = half.Float32ToBFloat16
+		return half.BFloat16
 	}
-	h := make([]uint16, len(x))
-	for i, v := range x {
-		h[i] = f(v)
-	}
-	return h
+	return half.Float16
 }
 
+// narrow rounds x to the 16-bit score type s.
+func narrow(s gen.ScoreType, x []float32) []uint16 { return format(s).Narrow(x) }
+
 // widen is the exact float32 values of 16-bit scores of type s.
-func widen(s gen.ScoreType, h []uint16) []float32 {
-	f := half.Float16ToFloat32
-	if s == gen.BFloat16 {
-		f = half.BFloat16ToFloat32
-	}
-	x := make([]float32, len(h))
-	for i, v := range h {
-		x[i] = f(v)
-	}
-	return x
-}
+func widen(s gen.ScoreType, h []uint16) []float32 { return format(s).Widen(h) }

@@ -71,3 +71,37 @@ func Float32ToBFloat16(x float32) uint16 {
 	}
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
+
+// Format is a 16-bit float format.
+type Format uint8
+
+// The formats.
+const (
+	Float16  Format = iota // IEEE binary16
+	BFloat16               // bfloat16: the top half of a float32
+)
+
+// Widen returns the exact float32 values of h, numbers of format f.
+func (f Format) Widen(h []uint16) []float32 {
+	if f == BFloat16 {
+		return convert(h, BFloat16ToFloat32)
+	}
+	return convert(h, Float16ToFloat32)
+}
+
+// Narrow rounds x to format f: to nearest, ties to even, a NaN staying a
+// (quiet) NaN; float16 overflows to Inf.
+func (f Format) Narrow(x []float32) []uint16 {
+	if f == BFloat16 {
+		return convert(x, Float32ToBFloat16)
+	}
+	return convert(x, Float32ToFloat16)
+}
+
+func convert[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}
