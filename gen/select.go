@@ -381,6 +381,8 @@ type pageOut struct {
 	out   ptx.Reg  // u64 global address of the row's first slot
 	table ptx.Reg  // u64 global address of its batch's page-table row
 	size  ptx.Reg  // u32 page size, at least 1
+	shift ptx.Reg  // u32 log2 of the page size when it is a power of two
+	pow2  ptx.Pred // the page size is a power of two: a shift, not a division
 }
 
 // store puts the element (idx, bits) in output slot pos.
@@ -409,9 +411,15 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 				e.Sub(col, idx, o.offset)
 				e.Add(col, col, o.start)
 				page, off := c.u32(), c.u32()
-				e.Div(page, col, p.size)
-				e.Mul(off, page, p.size)
-				e.Sub(off, col, off)
+				e.IfElse(p.pow2, func() {
+					e.Shr(page, col, p.shift)
+					e.Sub(off, p.size, ptx.Imm(1))
+					e.And(off, col, off)
+				}, func() {
+					e.Div(page, col, p.size)
+					e.Mul(off, page, p.size)
+					e.Sub(off, col, off)
+				})
 				e.LdNC(v, c.elemAddr(p.table, page, 4))
 				e.Mad(v, v, p.size, off)
 			})

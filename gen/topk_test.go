@@ -694,12 +694,13 @@ func TestNextNAndCounts(t *testing.T) {
 // column c through the page table of the row's batch (b = r / next_n):
 // page_table[b][c / page_size] * page_size + c % page_size, and -1 where
 // c is -1; the raw indices, the layer's feedback, stay exact beside them.
-// Page sizes 1 and 64, next_n 1 and 2, sorted output too.
+// Page sizes 1, 3 (not a power of two: a division) and 64, next_n 1 and 2,
+// sorted output too.
 func TestPageTableOutput(t *testing.T) {
 	const stride = 257
 	r := rand.New(rand.NewPCG(31, 32))
 	seqLens := []int32{stride, 200, 9, 130}
-	for _, pageSize := range []int{1, 64} {
+	for _, pageSize := range []int{1, 3, 64} {
 		for _, nextN := range []int{1, 2} {
 			rows := len(seqLens) * nextN
 			lens := make([]int, rows)

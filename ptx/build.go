@@ -395,6 +395,10 @@ func (e *Entry) Cvt(d Reg, a Reg) {
 	e.Emit("cvt", append(mods, d.T.Name(), a.T.Name()), d, a)
 }
 
+// PrefetchL2 emits prefetch.global.L2 [a]: a hint to bring the line at
+// global address a into L2; it never faults.
+func (e *Entry) PrefetchL2(a Addr) { e.Emit("prefetch", []string{"global", "L2"}, a) }
+
 // CvtFrom emits cvt.d.from d, a: a conversion whose source type is not
 // a's register type, such as an f16 held in a .b16 register.
 func (e *Entry) CvtFrom(d Reg, a Reg, from Type) {

@@ -412,6 +412,16 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 		if _, ok := m.take("cta", "gl", "sys"); !ok {
 			return s, fmt.Errorf("membar needs a level")
 		}
+	case "prefetch":
+		// prefetch{.global}.L1|L2 [a] (PTX 2.0): a hint, never a fault.
+		s.Space = SpaceNone
+		if sp, ok := m.take("global", "local"); ok {
+			s.Space = spaceByName(sp)
+		}
+		if _, ok := m.take("L1", "L2"); !ok {
+			return s, fmt.Errorf("prefetch needs a level, .L1 or .L2")
+		}
+		s.Args, s.PTX = []ArgSpec{addrIn(SpaceNone)}, v20
 	case "fence":
 		if _, ok := m.take("mbarrier_init"); ok {
 			// fence.mbarrier_init.release.cluster: the one form PTX has.

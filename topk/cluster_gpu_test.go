@@ -108,7 +108,8 @@ func TestClusterKernels(t *testing.T) {
 // topk_fallback_cluster on the adversarial suite's generators and shapes,
 // one row per cluster of C = 1 to 16 CTAs, with rows that fit the
 // cluster's shared memory and rows longer than MaxN (their excess read
-// from global memory), and checks each row against Reference.
+// from global memory), with the rounds signalled by barrier.cluster and by
+// mbarriers (MbarrierRounds), and checks each row against Reference.
 func TestAdversarialCluster(t *testing.T) {
 	d := gpu(t)
 	if d.Info().Major < 9 {
@@ -123,6 +124,10 @@ func TestAdversarialCluster(t *testing.T) {
 	cases := []clusterCase{{C: 1}, {C: 2}, {C: 4}, {C: 8}, {C: 16}, {C: 8, maxN: 32768}, {C: 2, maxN: 20000},
 		{C: 4, edit: func(c *gen.Config) { c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256 }},
 		{C: 8, edit: func(c *gen.Config) { c.Sorted = true }}}
+	mbar := func(c *gen.Config) { c.MbarrierRounds = true }
+	cases = append(cases, clusterCase{C: 2, edit: mbar}, clusterCase{C: 8, edit: mbar}, clusterCase{C: 16, edit: mbar},
+		clusterCase{C: 8, maxN: 32768, edit: mbar},
+		clusterCase{C: 4, edit: func(c *gen.Config) { mbar(c); c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256 }})
 	for _, cc := range cases {
 		cfg := base
 		cfg.Cluster, cfg.MaxN = cc.C, cc.maxN
@@ -133,9 +138,9 @@ func TestAdversarialCluster(t *testing.T) {
 			t.Logf("clusters of %d: not run (-gvr.max-cluster=%d)", cc.C, *maxCluster)
 			continue
 		}
-		t.Run(fmt.Sprintf("C=%d/MaxN=%d/K=%d/sorted=%v", cc.C, cfg.MaxN, cfg.K, cfg.Sorted), func(t *testing.T) {
+		t.Run(fmt.Sprintf("C=%d/MaxN=%d/K=%d/sorted=%v/mbarrier=%v", cc.C, cfg.MaxN, cfg.K, cfg.Sorted, cfg.MbarrierRounds), func(t *testing.T) {
 			single := cfg
-			single.Cluster, single.MaxN = 0, 0
+			single.Cluster, single.MaxN, single.MbarrierRounds = 0, 0, false
 			var ks [3]*runtime.Kernel
 			var err error
 			if ks[0], err = Kernel(d, "topk_radix", single); err != nil {

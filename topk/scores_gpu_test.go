@@ -59,10 +59,11 @@ func TestSelectScoreTypes(t *testing.T) {
 	d := gpu(t)
 	const stride = 262147
 	lens := []int32{stride, 70001, 262144, 8191, 2047, 100000}
+	hl := []int32{9001, 9001, 5000, 2048, 9001, 3, 9001, 0} // SelectHost16's rows
 	rows := len(lens)
 	for _, dt := range []DType{Float16, BFloat16} {
 		t.Run(dt.String(), func(t *testing.T) {
-			sel, err := NewSelector(Config{MaxRows: rows, Values: true, Scores: dt, Device: d})
+			sel, err := NewSelector(Config{MaxRows: max(rows, len(hl)), Values: true, Scores: dt, Device: d})
 			must(t, err)
 			defer sel.Close()
 			k := sel.Config().K
@@ -86,7 +87,6 @@ func TestSelectScoreTypes(t *testing.T) {
 			}
 
 			// SelectHost16: 8 rows of 9001, layer 0 again (predicted).
-			hl := []int32{9001, 9001, 5000, 2048, 9001, 3, 9001, 0}
 			host, x := rows16(rng, dt, hl, 9001)
 			idx, vals, err := sel.SelectHost16(0, host[:len(hl)*9001], 9001, hl)
 			if err != nil {

@@ -36,13 +36,16 @@ func isFloor(name string) bool {
 }
 
 // A column is a kernel timed one way: its name is the kernel's (gvr,
-// cgvr16, auto), then ".bf16" or ".f16" for rows of 16-bit scores (-scores),
+// cgvr16, auto), then ".bf16" or ".f16" for rows of 16-bit scores (-scores)
+// and ".bf16/f32" for the same values stored as float32 (the fair float32
+// side: rounding makes ties, which cost time of their own),
 // "+pages" for the fused page-table output (-pages), or "+mbar" for a
 // cluster Top-K kernel whose rounds signal with mbarriers
 // (-mbarrier-rounds: gen.Config.MbarrierRounds).
 type column struct {
 	kernel string     // gvr, cgvr16, auto...
 	scores topk.DType // the rows' score type
+	wide   bool       // the 16-bit rows' values stored as float32
 	pages  bool       // the kernel also writes the page-table output
 	mbar   bool       // MbarrierRounds
 }
@@ -55,12 +58,23 @@ func parseColumn(name string) column {
 	if k, ok := strings.CutSuffix(name, "+mbar"); ok {
 		c.kernel, c.mbar = k, true
 	}
+	if k, ok := strings.CutSuffix(c.kernel, "/f32"); ok {
+		c.kernel, c.wide = k, true
+	}
 	for _, d := range []topk.DType{topk.Float16, topk.BFloat16} {
 		if k, ok := strings.CutSuffix(c.kernel, "."+d.ScoreType().String()); ok {
 			c.kernel, c.scores = k, d
 		}
 	}
 	return c
+}
+
+// kernelScores is the score type the column's kernel reads.
+func (c column) kernelScores() topk.DType {
+	if c.wide {
+		return topk.Float32
+	}
+	return c.scores
 }
 
 // columns expands the kernels into the table's columns: each kernel on
@@ -79,7 +93,7 @@ func columns(kernels []string, scores []topk.DType, pages, mbar bool) []string {
 		}
 		for _, d := range scores {
 			if d != topk.Float32 {
-				out = append(out, k+"."+d.ScoreType().String())
+				out = append(out, k+"."+d.ScoreType().String(), k+"."+d.ScoreType().String()+"/f32")
 			}
 		}
 		if pages {

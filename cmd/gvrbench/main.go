@@ -354,7 +354,7 @@ func (b *bencher) load() error {
 				continue // the phases of the plain columns only
 			}
 			c := cfg
-			c.Instrument, c.Scores = instr, col.scores.ScoreType()
+			c.Instrument, c.Scores = instr, col.kernelScores().ScoreType()
 			kern, err := topk.Kernel(b.dev, names[col.kernel], c)
 			if err != nil {
 				return err
@@ -378,8 +378,9 @@ type dataset struct {
 	host    []float32
 	want    map[topk.DType][][]int32 // per score type: 16-bit rows are the float32 rows rounded
 	scores  map[topk.DType]*runtime.Buffer
-	table   []int32         // the page table, [rows, ceil(n/pageSize)] (-pages)
-	tableD  *runtime.Buffer // on the device
+	wide    map[topk.DType]*runtime.Buffer // the 16-bit rows' values as float32
+	table   []int32                        // the page table, [rows, ceil(n/pageSize)] (-pages)
+	tableD  *runtime.Buffer                // on the device
 	pages   map[string]*runtime.Buffer
 	lengths *runtime.Buffer // int32 [rows], all n
 	prior   *runtime.Buffer // int32 [rows, K], the static prior in every row
@@ -399,8 +400,10 @@ func (d *dataset) free() {
 			buf.Free()
 		}
 	}
-	for _, buf := range d.scores {
-		buf.Free()
+	for _, m := range []map[topk.DType]*runtime.Buffer{d.scores, d.wide} {
+		for _, buf := range m {
+			buf.Free()
+		}
 	}
 }
 
@@ -411,7 +414,8 @@ func (b *bencher) data(n int) (*dataset, error) {
 	rows := slices.Max(b.o.batches)
 	syn := topk.Synthetic{N: n, K: k, Seed: b.o.seed}
 	d := &dataset{n: n, rows: rows, host: syn.Rows(rows), out: make(map[string]*runtime.Buffer),
-		want: make(map[topk.DType][][]int32), scores: make(map[topk.DType]*runtime.Buffer), pages: make(map[string]*runtime.Buffer)}
+		want: make(map[topk.DType][][]int32), scores: make(map[topk.DType]*runtime.Buffer), wide: make(map[topk.DType]*runtime.Buffer),
+		pages: make(map[string]*runtime.Buffer)}
 	rowsOf := map[topk.DType][]float32{topk.Float32: d.host}
 	narrow := map[topk.DType][]uint16{}
 	for _, st := range b.o.scores {
@@ -455,6 +459,7 @@ func (b *bencher) data(n int) (*dataset, error) {
 	d.scores[topk.Float32] = allocUp(4*rows*n, func(buf *runtime.Buffer) error { return runtime.Upload(buf, d.host) })
 	for st, h := range narrow {
 		d.scores[st] = allocUp(2*rows*n, func(buf *runtime.Buffer) error { return runtime.Upload(buf, h) })
+		d.wide[st] = allocUp(4*rows*n, func(buf *runtime.Buffer) error { return runtime.Upload(buf, rowsOf[st]) })
 	}
 	if ps := b.o.pageSize; ps > 0 {
 		// A page table of distinct random pages per row.
@@ -495,7 +500,11 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 		vals = d.vals.Ptr()
 	}
 	col := parseColumn(name)
-	a := k.Args().Set("scores", d.scores[col.scores].Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr())
+	scores := d.scores[col.scores]
+	if col.wide {
+		scores = d.wide[col.scores]
+	}
+	a := k.Args().Set("scores", scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr())
 	if isFloor(name) {
 		return a.Set("held", d.out[name].Ptr())
 	}
@@ -641,7 +650,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 		return b.kern[name], b.kern[name+"/instrumented"], nil
 	}
 	cfg := b.clusterConfig(prefix, c, n)
-	cfg.Scores, cfg.MbarrierRounds = col.scores.ScoreType(), col.mbar
+	cfg.Scores, cfg.MbarrierRounds = col.kernelScores().ScoreType(), col.mbar
 	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
 		return nil, nil, nil
 	}

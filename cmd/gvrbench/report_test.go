@@ -180,16 +180,18 @@ func TestCharts(t *testing.T) {
 // The columns of -scores and -pages, and how their names read back.
 func TestColumns(t *testing.T) {
 	got := columns([]string{"gvr", "floor8", "cgvr8"}, []topk.DType{topk.Float32, topk.BFloat16, topk.Float16}, true, true)
-	want := []string{"gvr", "gvr.bf16", "gvr.f16", "gvr+pages", "floor8", "cgvr8", "cgvr8+mbar", "cgvr8.bf16", "cgvr8.f16", "cgvr8+pages"}
+	want := []string{"gvr", "gvr.bf16", "gvr.bf16/f32", "gvr.f16", "gvr.f16/f32", "gvr+pages", "floor8", "cgvr8", "cgvr8+mbar",
+		"cgvr8.bf16", "cgvr8.bf16/f32", "cgvr8.f16", "cgvr8.f16/f32", "cgvr8+pages"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("columns: %v, want %v", got, want)
 	}
 	for name, c := range map[string]column{
-		"gvr":         {kernel: "gvr"},
-		"cgvr16.bf16": {kernel: "cgvr16", scores: topk.BFloat16},
-		"auto.f16":    {kernel: "auto", scores: topk.Float16},
-		"auto+pages":  {kernel: "auto", pages: true},
-		"cgvr8+mbar":  {kernel: "cgvr8", mbar: true},
+		"gvr":          {kernel: "gvr"},
+		"cgvr16.bf16":  {kernel: "cgvr16", scores: topk.BFloat16},
+		"auto.f16":     {kernel: "auto", scores: topk.Float16},
+		"auto+pages":   {kernel: "auto", pages: true},
+		"cgvr8+mbar":   {kernel: "cgvr8", mbar: true},
+		"gvr.bf16/f32": {kernel: "gvr", scores: topk.BFloat16, wide: true},
 	} {
 		if got := parseColumn(name); got != c {
 			t.Errorf("parseColumn(%q) = %+v, want %+v", name, got, c)

@@ -181,10 +181,10 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 	case "shfl", "vote", "redux", "match":
 		ci.kind = kColl
 		err = c.collective(&ci, in, sig)
-	case "membar", "fence":
+	case "membar", "fence", "prefetch":
 		// Memory ordering needs no work here: the interpreter runs one
 		// thread at a time, and the race detector does not count fences
-		// as synchronisation.
+		// as synchronisation. A prefetch is a hint (and never faults).
 		ci.fn = func(*warp, uint32) *Fault { return nil }
 	case "mapa":
 		ci.fn, err = c.mapa(&ci, in, sig)
