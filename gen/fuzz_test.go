@@ -98,8 +98,9 @@ var rowsConfigs = []gen.Config{
 const rowsMaxN = 4096
 
 // FuzzTopKRows decodes a row from data (enc and length: see
-// fuzzcase.RowFromBytes) and a prediction from pred, and runs the three
-// kernels at rowsConfigs[cfg % len] against the reference.
+// fuzzcase.RowFromBytes) and a prediction from pred, and runs the kernels
+// at rowsConfigs[cfg % len] against the reference (the cluster kernels
+// where the target has clusters, in clusters of 2 holding 512 elements).
 func FuzzTopKRows(f *testing.F) {
 	// The seeds are testdata/fuzz/FuzzTopKRows.
 	f.Fuzz(func(t *testing.T, cfg, enc uint8, length uint16, data, pred []byte) {
@@ -109,6 +110,13 @@ func FuzzTopKRows(f *testing.F) {
 		x := fuzzcase.RowFromBytes(enc, length, data, rowsMaxN)
 		cs := []testCase{{name: "fuzz", x: x, pred: fuzzcase.PredFromBytes(pred)}}
 		for _, name := range fuzzcase.Kernels {
+			c := c
+			if gen.IsClusterKernel(name) {
+				if !c.Target.Has(ptx.FeatCluster) {
+					continue
+				}
+				c.Cluster, c.MaxN = 2, 512
+			}
 			l, err := fuzzcase.Load(name, c)
 			if err != nil {
 				t.Fatal(err)
@@ -152,7 +160,7 @@ func runConfigCase(c fuzzcase.Case, race bool) error {
 	K := c.Config.K
 	x := c.Row()
 	var pred []int32
-	if c.Kernel == "gvr_topk" {
+	if c.Predicted() {
 		top, _ := topk.Reference(x, K, true)
 		pred = c.Prediction(top)
 	}
@@ -254,10 +262,11 @@ func TestFuzzCorpus(t *testing.T) {
 			"n=0": c.N == 0, "n=1": c.N == 1, "n=K-1": c.N == K-1 && K > 1, "n=K": c.N == K,
 			"n=K+1": c.N == K+1, "n=C+1": c.N == C+1, "fill " + c.Fill.Name: true,
 			"scores " + cfg.Scores.String(): true,
+			"Cluster=8": cfg.Cluster == 8, "MaxN<n": cfg.MaxN > 0 && cfg.MaxN < c.N, "MbarrierRounds": cfg.MbarrierRounds,
 		} {
 			seen[what] = seen[what] || ok
 		}
-		if c.Kernel == "gvr_topk" {
+		if c.Predicted() {
 			seen["pred "+c.Pred.Name] = true
 		}
 		for b, name := range fuzzcase.Specials {
@@ -265,7 +274,7 @@ func TestFuzzCorpus(t *testing.T) {
 		}
 	}
 	want := []string{"K=1", "MaxCandidates=K", "BlockSize=32", "BlockSize=1024", "Bins=2", "Sorted", "Unroll=1",
-		"no values", "lead rows", "n=0", "n=1", "n=K-1", "n=K", "n=K+1", "n=C+1"}
+		"no values", "lead rows", "n=0", "n=1", "n=K-1", "n=K", "n=K+1", "n=C+1", "Cluster=8", "MaxN<n", "MbarrierRounds"}
 	want = append(want, fuzzcase.Kernels...)
 	for _, tg := range fuzzcase.Targets {
 		want = append(want, tg.Name)

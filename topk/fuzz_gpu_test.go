@@ -116,7 +116,7 @@ func fuzzOneGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, gpuFault *bool
 	K, sorted := c.Config.K, c.Config.Sorted
 	x := c.Row()
 	var pred []int32
-	if c.Kernel == "gvr_topk" {
+	if c.Predicted() {
 		top, _ := Reference(x, K, true)
 		pred = c.Prediction(top)
 	}

@@ -23,8 +23,9 @@ import (
 	"github.com/gvr-go/gvr/ptx"
 )
 
-// Kernels are the Top-K kernels a case can run.
-var Kernels = []string{"gvr_topk", "topk_fallback", "topk_radix"}
+// Kernels are the Top-K kernels a case can run: one CTA per row, then one
+// thread-block cluster per row (sm_90+).
+var Kernels = []string{"gvr_topk", "topk_fallback", "topk_radix", "gvr_topk_cluster", "topk_fallback_cluster"}
 
 // Targets are the targets a case can generate for: sm_75 lacks redux.sync,
 // so it takes the shuffle paths.
@@ -41,19 +42,19 @@ const InterpMaxN = 8192
 // Params are the raw numbers of a case, as a fuzzer mutates them. Every
 // value is valid: Case maps each field into range as documented here.
 type Params struct {
-	Kernel  uint8  // Kernels[Kernel % 3]
+	Kernel  uint8  // Kernels[Kernel % 5]
 	Target  uint8  // Targets[Target % 4]
 	K       uint16 // K = 1 + K % 2048
 	Cand    uint16 // MaxCandidates = K + Cand % (2K + 64): Cand = 0 leaves no room
 	Block   uint8  // BlockSize = 32 << (Block % 6): 32 to 1024
 	Bins    uint8  // Bins = 2 << (Bins % 11), raised to the warp count: 2 to 2048
 	Unroll  uint8  // Unroll = Unroll % 17 (0: the default)
-	Flags   uint8  // bit 0: Sorted; bit 1: no value output; bits 2-3: empty rows before the row; bits 4-5: the score type (ScoreTypes)
+	Flags   uint8  // bit 0: Sorted; bit 1: no value output; bits 2-3: empty rows before the row; bits 4-5: the score type (ScoreTypes); bits 6-7: a cluster kernel's Cluster = 1 << bits
 	N       uint32 // the row length (Length)
 	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
 	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
 	Pred    uint8  // gvr_topk's prediction: Preds[Pred % len(Preds)]
-	Seed    uint64 // the random source of the row and the prediction
+	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63) and MbarrierRounds (bit 55)
 }
 
 // Args are p's fields in order: the arguments of a fuzz function that
@@ -121,18 +122,43 @@ func (p Params) Case(maxN int) (Case, error) {
 	}
 	// Bins must be a multiple of the warp count; both are powers of two.
 	cfg.Bins = max(cfg.Bins, cfg.BlockSize/32)
+	kernel := Kernels[int(p.Kernel)%len(Kernels)]
+	cluster := gen.IsClusterKernel(kernel)
+	if cluster {
+		// sm_90 or sm_100; clusters of 1 to 8 CTAs; the rounds signalled
+		// either way; and, one time in two, a MaxN that makes part of the
+		// row stay in global memory.
+		if !cfg.Target.Has(ptx.FeatCluster) {
+			cfg.Target = []ptx.Target{ptx.SM90, ptx.SM100}[p.Target&1]
+		}
+		cfg.Cluster = 1 << (p.Flags >> 6)
+		cfg.MbarrierRounds = p.Seed>>55&1 != 0
+	}
 	if cfg.Validate() != nil {
 		cfg.MaxCandidates = K
 	}
 	if err := cfg.Validate(); err != nil {
 		return Case{}, fmt.Errorf("fuzzcase: %+v: %w", p, err)
 	}
+	n := p.Length(cfg.K, cfg.MaxCandidates, maxN)
+	if m := int(p.Seed >> 56); cluster && m >= 128 {
+		cfg.MaxN = max(16, n*(m-127)/128)
+	}
+	if cluster && !gen.FitsCluster(kernel, cfg) {
+		cfg.MaxN = 0 // what the shared memory left holds
+	}
+	if cluster && !gen.FitsCluster(kernel, cfg) {
+		cfg.MaxCandidates = K
+	}
+	if cluster && !gen.FitsCluster(kernel, cfg) {
+		return Case{}, fmt.Errorf("fuzzcase: %+v: %v leaves no shared memory for a slice", p, cfg)
+	}
 	return Case{
 		Params: p,
 		MaxN:   maxN,
-		Kernel: Kernels[int(p.Kernel)%len(Kernels)],
+		Kernel: kernel,
 		Config: cfg,
-		N:      p.Length(cfg.K, cfg.MaxCandidates, maxN),
+		N:      n,
 		Lead:   int(p.Flags>>2) & 3,
 		Values: p.Flags&2 == 0,
 		Fill:   Fills[int(p.Fill)%len(Fills)],
@@ -144,7 +170,7 @@ func (p Params) Case(maxN int) (Case, error) {
 // with MaxN decode to c) and what they decode to.
 func (c Case) String() string {
 	s := fmt.Sprintf("%s (%v) n=%d fill=%s special=%s", c.Kernel, c.Config, c.N, c.Fill.Name, specialNames(c.Params.Special))
-	if c.Kernel == "gvr_topk" {
+	if c.Predicted() {
 		s += " pred=" + c.Pred.Name
 	}
 	if c.Lead > 0 {
@@ -183,6 +209,9 @@ func (c Case) Row16() []uint16 {
 	}
 	return narrow(c.Config.Scores, c.row32())
 }
+
+// Predicted reports whether the case's kernel takes a prediction.
+func (c Case) Predicted() bool { return c.Kernel == "gvr_topk" || c.Kernel == "gvr_topk_cluster" }
 
 // Prediction is gvr_topk's prediction for the row, made from the
 // reference Top-K top (topk.Reference(row, K, true): K slots, -1 past n).
