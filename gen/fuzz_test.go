@@ -262,7 +262,7 @@ func TestFuzzCorpus(t *testing.T) {
 			"n=0": c.N == 0, "n=1": c.N == 1, "n=K-1": c.N == K-1 && K > 1, "n=K": c.N == K,
 			"n=K+1": c.N == K+1, "n=C+1": c.N == C+1, "fill " + c.Fill.Name: true,
 			"scores " + cfg.Scores.String(): true,
-			"Cluster=8": cfg.Cluster == 8, "MaxN<n": cfg.MaxN > 0 && cfg.MaxN < c.N, "MbarrierRounds": cfg.MbarrierRounds,
+			"Cluster=8":                     cfg.Cluster == 8, "MaxN<n": cfg.MaxN > 0 && cfg.MaxN < c.N, "MbarrierRounds": cfg.MbarrierRounds,
 		} {
 			seen[what] = seen[what] || ok
 		}

@@ -303,6 +303,61 @@ func (t *topk) pageOutput(table, stride, size, out *ptx.Param, r, rk, nextN ptx.
 	return p
 }
 
+// writePages writes the fused page-table output (where out_pages is set)
+// once every index slot is written: each thread maps its slots' columns
+// through the page table, pageUnroll slots at a time, their table loads
+// (L2 hits: prefetchPages) in flight together. Mapped per store, as the
+// indices were written, each slot's table load waited alone: 1.7-3.1 us
+// a launch (perf notes 31).
+func (t *topk) writePages() {
+	e, p, o := t.e, t.out.pages, t.out
+	if p == nil {
+		return
+	}
+	e.If(p.has, func() {
+		t.sync() // every index slot of the row written, by any thread
+		K, T := int64(t.cfg.K), int64(t.threads)
+		j := t.u32()
+		e.For(j, t.tid, t.k, ptx.Imm(pageUnroll*T), func() {
+			var slot, v [pageUnroll]ptx.Reg
+			var in [pageUnroll]ptx.Pred
+			for u := range pageUnroll {
+				slot[u], v[u] = t.u32(), t.constU32(-1)
+				e.Add(slot[u], j, ptx.Imm(int64(u)*T))
+				in[u] = t.setp(ptx.LT, slot[u], ptx.Imm(K))
+				e.If(in[u], func() {
+					idx := t.u32()
+					e.Ld(ptx.SpaceGlobal, idx, t.elemAddr(o.idx, slot[u], 4)) // not .nc: written by this kernel
+					e.If(t.setp(ptx.NE, idx, ptx.Imm(0xFFFFFFFF)), func() {
+						col := t.u32() // the column in the row
+						e.Sub(col, idx, o.offset)
+						e.Add(col, col, o.start)
+						page, off := t.u32(), t.u32()
+						e.IfElse(p.pow2, func() {
+							e.Shr(page, col, p.shift)
+							e.Sub(off, p.size, ptx.Imm(1))
+							e.And(off, col, off)
+						}, func() {
+							e.Div(page, col, p.size)
+							e.Mul(off, page, p.size)
+							e.Sub(off, col, off)
+						})
+						e.LdNC(v[u], t.elemAddr(p.table, page, 4))
+						e.Mad(v[u], v[u], p.size, off)
+					})
+				})
+			}
+			for u := range pageUnroll {
+				e.If(in[u], func() { e.St(ptx.SpaceGlobal, ptx.U32, t.elemAddr(p.out, slot[u], 4), v[u]) })
+			}
+		})
+	})
+}
+
+// pageUnroll is how many output slots a thread maps at once in
+// writePages: K = 2048 over 512 threads is four each.
+const pageUnroll = 4
+
 // prefetchPages brings the page-table entries of this row's window into
 // L2 at the kernel's start, one 128-byte line a thread at a time: the
 // output stores read them at the end, each a dependent load, which cold
@@ -523,6 +578,7 @@ func (t *topk) finish() {
 	if t.cfg.Sorted {
 		t.sortStaged(t.stage, t.out, t.cfg.K)
 	}
+	t.writePages()
 	first := t.setp(ptx.EQ, t.tid, ptx.Imm(0))
 	e.AndPred(first, first, t.setp(ptx.NE, t.count, ptx.Imm(0)))
 	e.If(first, func() {

@@ -365,7 +365,7 @@ type outRow struct {
 	vals    ptx.Reg  // u64 global address of the first value slot (0: none)
 	hasVals ptx.Pred // vals != 0
 	stage   *staging // non-nil: store into shared memory for sorting
-	pages   *pageOut // non-nil: also the fused page-table output
+	pages   *pageOut // non-nil: also the fused page-table output (writePages)
 	// The elements' indices are the window's; start is where the window
 	// begins in the row (0 without windows), offset what is added to an
 	// index written out (start with absolute indices, else 0). The page
@@ -403,29 +403,6 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	e.If(o.hasVals, func() {
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)
 	})
-	if p := o.pages; p != nil {
-		e.If(p.has, func() {
-			v := c.constU32(-1)
-			e.If(valid, func() {
-				col := c.u32() // the column in the row
-				e.Sub(col, idx, o.offset)
-				e.Add(col, col, o.start)
-				page, off := c.u32(), c.u32()
-				e.IfElse(p.pow2, func() {
-					e.Shr(page, col, p.shift)
-					e.Sub(off, p.size, ptx.Imm(1))
-					e.And(off, col, off)
-				}, func() {
-					e.Div(page, col, p.size)
-					e.Mul(off, page, p.size)
-					e.Sub(off, col, off)
-				})
-				e.LdNC(v, c.elemAddr(p.table, page, 4))
-				e.Mad(v, v, p.size, off)
-			})
-			e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(p.out, pos, 4), v)
-		})
-	}
 }
 
 // exactSelect writes the Top-K of the elements w visits. The K-th element
