@@ -317,8 +317,11 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				return nil, fmt.Errorf("tuning: no gvr timing at batch %d, N %d", b, n)
 			}
 			for _, k := range rep.Kernels {
-				var size int
-				if _, err := fmt.Sscanf(k, "cgvr%d", &size); err != nil {
+				// gvr_topk_cluster on float32 rows writing indices only,
+				// with or without mbarrier rounds (-tune measures one).
+				col := parseColumn(k)
+				prefix, size := clusterOf(col.kernel)
+				if prefix != "cgvr" || col.scores != topk.Float32 || col.pages {
 					continue
 				}
 				if m := rep.median(b, n, "cold", k); m > 0 && m < best {

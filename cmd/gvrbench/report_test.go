@@ -137,6 +137,26 @@ func TestTuning(t *testing.T) {
 	if !strings.Contains(string(raw), "\n    [0,8],\n") {
 		t.Errorf("want one line per batch:\n%s", raw)
 	}
+	// Measured with mbarrier rounds (-tune -mbarrier-rounds): the same
+	// choice from the +mbar columns; other columns do not count.
+	m := *r
+	m.Kernels, m.Timings = []string{"gvr", "cgvr8+mbar", "cgvr16+mbar", "cgvr16.bf16", "cgvr16+pages"}, nil
+	for _, tm := range r.Timings {
+		if tm.Kernel != "gvr" {
+			tm.Kernel += "+mbar"
+		}
+		m.Timings = append(m.Timings, tm)
+		if tm.Kernel == "cgvr16+mbar" {
+			tm.MedianUS = 1 // faster, but not the selector's kernel
+			for _, k := range []string{"cgvr16.bf16", "cgvr16+pages"} {
+				tm.Kernel = k
+				m.Timings = append(m.Timings, tm)
+			}
+		}
+	}
+	if tm, err := tuning(&m); err != nil || fmt.Sprint(tm.Cluster) != fmt.Sprint(want) {
+		t.Errorf("tuning with mbarrier rounds: %v, %v; want %v", tm, err, want)
+	}
 	r.Timings = r.Timings[2:] // no gvr at batch 1, N 8192
 	if _, err := tuning(r); err == nil {
 		t.Error("tuning without a gvr timing: no error")
