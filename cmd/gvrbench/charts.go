@@ -6,7 +6,6 @@ package main
 // GPU (gvrbench -from report.json -charts DIR).
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -202,16 +201,21 @@ func passesChart(rs []Replay) *plot.Plot {
 	return p
 }
 
-// fromReport prints the report saved in path and, with charts set, writes
+// fromReport prints the report saved in path (with compare set, against
+// the report saved there: WriteComparison) and, with charts set, writes
 // its charts there.
-func fromReport(path, charts string, stdout io.Writer) error {
-	raw, err := os.ReadFile(path)
+func fromReport(path, charts, compare string, stdout io.Writer) error {
+	r, err := readReport(path)
 	if err != nil {
 		return err
 	}
-	r := new(Report)
-	if err := json.Unmarshal(raw, r); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if compare != "" {
+		base, err := readReport(compare)
+		if err != nil {
+			return err
+		}
+		r.WriteComparison(stdout, base)
+		return nil
 	}
 	r.WriteTable(stdout)
 	if charts == "" {

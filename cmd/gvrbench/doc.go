@@ -52,6 +52,9 @@
 //	                                  phases, replay passes)
 //	gvrbench -from r.json -charts dir print and draw a saved report (-o); needs no GPU,
 //	                                  nor the cuda tag
+//	gvrbench -from new.json -compare base.json   an A/B: each median against the
+//	                                  other report's, with the change (scripts/gpu-ab.sh
+//	                                  runs both binaries alternating and prints it)
 //
 // Warm medians are slower than cold ones at small N (12.5 us cold, 15.3
 // warm at 8K on an H100), which is how they are taken rather than the

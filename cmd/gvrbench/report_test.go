@@ -221,3 +221,35 @@ func TestColumns(t *testing.T) {
 		t.Errorf("clusterOf(cgvr16): %q %d", p, n)
 	}
 }
+
+// The A/B view: the kernels both reports timed, per mode, the change in
+// percent; a kernel or cell only one has is left out or shown as -.
+func TestComparison(t *testing.T) {
+	base := &Report{Command: "gvrbench (base)", Device: Device{Name: "GPU"}, Kernels: []string{"gvr", "auto"}}
+	nu := &Report{Command: "gvrbench (new)", Device: Device{Name: "GPU"}, Kernels: []string{"gvr", "auto", "cgvr8"}}
+	for _, c := range []struct {
+		r       *Report
+		n       int
+		mode, k string
+		us      float64
+	}{{base, 8192, "cold", "gvr", 13.0}, {nu, 8192, "cold", "gvr", 12.0}, {base, 8192, "cold", "auto", 10}, {nu, 8192, "cold", "auto", 11},
+		{nu, 65536, "cold", "gvr", 19}, {nu, 8192, "cold", "cgvr8", 14}, {base, 8192, "graph", "gvr", 9}, {nu, 8192, "graph", "gvr", 9}} {
+		c.r.Timings = append(c.r.Timings, Timing{Batch: 1, N: c.n, Mode: c.mode, Kernel: c.k, MedianUS: c.us})
+	}
+	var b strings.Builder
+	nu.WriteComparison(&b, base)
+	out := b.String()
+	for _, want := range []string{
+		"cold: median us, against -> this, change",
+		"    1    8192 |    13.0    12.0   -7.7% |    10.0    11.0  +10.0%",
+		"graph: median us",
+		"    1    8192 |     9.0     9.0   +0.0% |                        -",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cgvr8") || strings.Contains(out, "65536") {
+		t.Errorf("a kernel or row only one report has:\n%s", out)
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+// The A/B view: two saved reports (-o) side by side, a kernel's median
+// against the same kernel's in the other report, per batch, N and mode.
+// Untagged, so that it runs (and is tested) without a GPU.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// readReport reads a report saved with -o.
+func readReport(path string) (*Report, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := new(Report)
+	if err := json.Unmarshal(raw, r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// WriteComparison prints, for every kernel, batch, N and mode that both
+// reports timed, base's median, r's, and the change in percent (negative:
+// r is faster). The runs must have been taken on the same device model to
+// mean anything; a different one is named in the header.
+func (r *Report) WriteComparison(w io.Writer, base *Report) {
+	fmt.Fprintf(w, "compare: %q\n against: %q\n", r.Command, base.Command)
+	if r.Device.Name != base.Device.Name {
+		fmt.Fprintf(w, "warning: different devices: %s against %s\n", r.Device.Name, base.Device.Name)
+	}
+	var kernels []string
+	for _, k := range r.Kernels {
+		if slices.Contains(base.Kernels, k) {
+			kernels = append(kernels, k)
+		}
+	}
+	if len(kernels) == 0 {
+		fmt.Fprintln(w, "no kernel in common")
+		return
+	}
+	for _, mode := range []string{"cold", "warm", "graph"} {
+		var lines []string
+		for _, b := range r.batches() {
+			for _, n := range r.ns() {
+				line := fmt.Sprintf("%5d %7d", b, n)
+				any := false
+				for _, k := range kernels {
+					nu, ba := r.median(b, n, mode, k), base.median(b, n, mode, k)
+					if nu > 0 && ba > 0 {
+						line += fmt.Sprintf(" | %7.1f %7.1f %+6.1f%%", ba, nu, 100*(nu-ba)/ba)
+						any = true
+					} else {
+						line += fmt.Sprintf(" | %24s", "-")
+					}
+				}
+				if any {
+					lines = append(lines, line)
+				}
+			}
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: median us, against -> this, change\n%5s %7s", mode, "batch", "N")
+		for _, k := range kernels {
+			fmt.Fprintf(w, " | %24s", k)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, strings.Join(lines, "\n"))
+	}
+}
