@@ -25,6 +25,17 @@ type cta struct {
 	cluster int // CTAs per cluster of a cluster kernel (perCluster); 0 otherwise
 
 	scores ScoreType // the element type of the score rows it reads (scores.go)
+
+	// onMark, where set, records an instrumentation mark (MarkP4Pass...)
+	// at the points of a building block that a kernel wants timed.
+	onMark func(int)
+}
+
+// markAt records mark i if a kernel asked for marks (onMark).
+func (c *cta) markAt(i int) {
+	if c.onMark != nil {
+		c.onMark(i)
+	}
 }
 
 // perCluster makes the kernel a cluster kernel: clusters of size CTAs

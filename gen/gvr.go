@@ -47,12 +47,28 @@ const (
 // no time) at byte offsets 0, 8, ..., 32, then u32 counters at these
 // offsets.
 const (
-	StatsBytes        = 64
+	StatsBytes        = 128
 	StatsPhase2Passes = 40 // counting passes in Phase 2
 	StatsRadixPasses  = 44 // radix select passes (Phase 4 or the exact path)
 	StatsCandidates   = 48 // candidates collected in Phase 3
 	StatsPath         = 52 // PathCopy, PathGVR or PathExact
 	StatsValidPred    = 56 // valid predicted indices Phase 1 saw
+	StatsMarks        = 64 // NumMarks u64 %clock64 marks inside Phases 1 and 4 (0: not reached)
+)
+
+// The marks inside Phases 1 and 4 (Config.Instrument), where their fixed
+// costs go: %clock64 of thread 0 at each point, 0 where a row does not
+// pass it. A mark after a load's first use says when the load arrived.
+const (
+	MarkP1Indices = iota // Phase 1: the predicted indices arrived (their values' loads issued)
+	MarkP1Values         // Phase 1: the predicted values arrived and were reduced
+	MarkP1Sample         // Phase 1: the sample's statistics and threshold estimate done
+	MarkP1Done           // Phase 1's guess ready (a cluster kernel then waits for its slice)
+	MarkP4Span           // Phase 4: the candidates' key span
+	MarkP4Pass           // Phase 4: its first radix pass
+	MarkP4Kth            // Phase 4: the K-th candidate found (ties resolved)
+	MarkP4Written        // Phase 4: the selection written
+	NumMarks
 )
 
 // topk is the state of one Top-K kernel under construction.
@@ -77,14 +93,15 @@ type topk struct {
 	// which walks the whole row in global memory).
 	part *clusterPart
 
-	count  ptx.Reg    // u64 address of this row's out_count slot, 0 if none
-	stats  ptx.Reg    // u64 address of this row's stats record (Instrument)
-	stamps [5]ptx.Reg // u64 %clock64 at the phase boundaries (Instrument)
-	iters  ptx.Reg    // u32 Phase 2 passes
-	passes ptx.Reg    // u32 radix passes
-	ncand  ptx.Reg    // u32 candidates
-	path   ptx.Reg    // u32
-	valid  ptx.Reg    // u32 valid predicted indices
+	count  ptx.Reg           // u64 address of this row's out_count slot, 0 if none
+	stats  ptx.Reg           // u64 address of this row's stats record (Instrument)
+	stamps [5]ptx.Reg        // u64 %clock64 at the phase boundaries (Instrument)
+	marks  [NumMarks]ptx.Reg // u64 %clock64 inside Phases 1 and 4 (Instrument)
+	iters  ptx.Reg           // u32 Phase 2 passes
+	passes ptx.Reg           // u32 radix passes
+	ncand  ptx.Reg           // u32 candidates
+	path   ptx.Reg           // u32
+	valid  ptx.Reg           // u32 valid predicted indices
 }
 
 // topkShared is the shared memory of a Top-K kernel.
@@ -170,6 +187,12 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	}
 	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(PathCopy), t.constU32(0)
 	t.stamp(0)
+	if cfg.Instrument {
+		for i := range t.marks {
+			t.marks[i] = t.u64() // 0 on every path: a row that skips a mark leaves it so
+			e.Mov(t.marks[i], ptx.Imm(0))
+		}
+	}
 	t.k = t.constU32(int64(cfg.K))
 	t.topkShared = newTopKShared(&t.smem.layout, cfg, withCand)
 	if cluster {
@@ -406,6 +429,13 @@ func (t *topk) stamp(i int) {
 	}
 }
 
+// mark records %clock64 as mark i (Instrument only).
+func (t *topk) mark(i int) {
+	if t.cfg.Instrument {
+		t.e.Mov(t.marks[i], ptx.Clock64)
+	}
+}
+
 // writeStats stores the instrumentation record (thread 0, Instrument only).
 func (t *topk) writeStats() {
 	if !t.cfg.Instrument {
@@ -422,6 +452,9 @@ func (t *topk) writeStats() {
 		}{{StatsPhase2Passes, t.iters}, {StatsRadixPasses, t.passes}, {StatsCandidates, t.ncand},
 			{StatsPath, t.path}, {StatsValidPred, t.valid}} {
 			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, f.off), f.v)
+		}
+		for i, m := range t.marks {
+			e.St(ptx.SpaceGlobal, ptx.U64, ptx.At(t.stats, int64(StatsMarks+8*i)), m)
 		}
 	})
 }
@@ -519,6 +552,7 @@ func (t *topk) body(phase1 func() guess) {
 	}, func() {
 		t.startPart()
 		g := phase1()
+		t.mark(MarkP1Done)
 		t.awaitPart()
 		t.stamp(1)
 		v := t.phase2SecantSearch(g)
@@ -647,11 +681,13 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 			e.Mov(xs[u], ptx.FloatBits(0xFF800000)) // not finite: not counted
 			t.loadScoreIf(t.setp(ptx.LT, ps[u], t.n), xs[u], t.row, ps[u])
 		}
+		t.mark(MarkP1Indices)
 		for _, x := range xs {
 			st.add(x)
 		}
 	})
 	pr := st.reduce()
+	t.mark(MarkP1Values)
 	e.Mov(t.valid, pr.cnt)
 
 	// The sample's estimate is the first pass's first point, as in the
@@ -664,6 +700,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	g := t.newGuess()
 	t.sampleGuess(g, smp, predRounds)
 	e.If(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], pr.min) })
+	t.mark(MarkP1Sample)
 	return g
 }
 
@@ -674,6 +711,7 @@ func (t *topk) phase1SampleStats() guess {
 	smp := t.sampleRow()
 	smp.finish()
 	t.sampleGuess(g, smp, sampleRounds)
+	t.mark(MarkP1Sample)
 	return g
 }
 
@@ -1148,7 +1186,10 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 		// one the K-th candidate's bin usually holds at most 32: one warp
 		// ranks them (smallSelect) instead of two more passes.
 		span := t.spanOf(cands, t.reduce)
+		t.mark(MarkP4Span)
+		t.onMark = t.mark // exactSelect's own points
 		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, true, false, &span)
+		t.onMark = nil
 	})
 }
 

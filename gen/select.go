@@ -467,6 +467,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		for r.p < check {
 			r.pass()
 		}
+		c.markAt(MarkP4Pass)
 		rest := func() {
 			for !r.done() {
 				r.pass()
@@ -479,6 +480,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 			rest()
 		}
 	}
+	c.markAt(MarkP4Kth)
 	c.writeSelected(w, func(x elem) ptx.Pred {
 		k := c.key(x.bits)
 		sel := c.setp(ptx.GT, k, kthKey)
@@ -487,6 +489,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		e.OrPred(sel, sel, tie)
 		return sel
 	}, o, sh.scratch)
+	c.markAt(MarkP4Written)
 }
 
 // smallSelect finds the K-th element when at most 32 elements share the

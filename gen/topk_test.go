@@ -932,3 +932,52 @@ func servingKernels(gvr gen.Config, c, maxN int) []struct {
 		cfg  gen.Config
 	}{{"gvr_topk", gvr}, {"topk_fallback", sorted}, {"topk_radix", plain}, {"gvr_topk_cluster", cluster}}
 }
+
+// TestInstrumentMarks: the instrumented kernels' marks inside Phases 1 and
+// 4 come in order between the phase boundaries, on the path a row takes;
+// a short row (copied) and the exact path leave Phase 4's marks 0, and the
+// fallback kernels Phase 1's first two.
+func TestInstrumentMarks(t *testing.T) {
+	cfg := cfgK16
+	cfg.Instrument = true
+	r := rand.New(rand.NewPCG(8, 8))
+	cs := rows(r, cfg.K, cfg.MaxCandidates, 700)
+	predict(r, cs, "partial", cfg.K)
+	for _, name := range []string{"gvr_topk", "topk_fallback", "gvr_topk_cluster"} {
+		c := cfg
+		if name == "gvr_topk_cluster" {
+			c.Cluster, c.MaxN = 2, 512
+		}
+		p, k := load(t, name, c)
+		_, _, stats := launchStats(t, p, k, cs, false)
+		for row, s := range stats {
+			u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(s[off:]) }
+			mark := func(i int) uint64 { return u64(gen.StatsMarks + 8*i) }
+			path := binary.LittleEndian.Uint32(s[gen.StatsPath:])
+			seq := []uint64{u64(0)}
+			if path != gen.PathCopy {
+				if name != "topk_fallback" && cs[row].pred != nil {
+					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Values))
+				}
+				seq = append(seq, mark(gen.MarkP1Sample), mark(gen.MarkP1Done), u64(8))
+			}
+			if path == gen.PathGVR && binary.LittleEndian.Uint32(s[gen.StatsCandidates:]) > uint32(cfg.K) {
+				seq = append(seq, u64(24), mark(gen.MarkP4Span), mark(gen.MarkP4Pass), mark(gen.MarkP4Kth), mark(gen.MarkP4Written))
+			}
+			seq = append(seq, u64(32))
+			for i := 1; i < len(seq); i++ {
+				if seq[i] == 0 || seq[i] < seq[i-1] {
+					t.Errorf("%s row %d (%s, path %d): marks out of order or missing: %v", name, row, cs[row].name, path, seq)
+					break
+				}
+			}
+			if path != gen.PathGVR {
+				for _, i := range []int{gen.MarkP4Span, gen.MarkP4Pass, gen.MarkP4Kth, gen.MarkP4Written} {
+					if mark(i) != 0 {
+						t.Errorf("%s row %d (path %d): Phase 4 mark %d set", name, row, path, i)
+					}
+				}
+			}
+		}
+	}
+}

@@ -257,6 +257,7 @@ func (p Path) String() string {
 // start and at the end of each of the four phases, and counters.
 type Stats struct {
 	Stamps       [5]uint64
+	Marks        [gen.NumMarks]uint64 // %clock64 at points inside Phases 1 and 4 (gen.MarkP1Indices...), 0 where not passed
 	Phase2Passes uint32 // counting passes of the threshold search
 	RadixPasses  uint32 // radix select passes (Phase 4 or the exact path)
 	Candidates   uint32 // candidates collected in Phase 3
@@ -274,6 +275,35 @@ func (s Stats) PhaseCycles() [4]uint64 {
 	return c
 }
 
+// Steps name the intervals the marks split Phases 1 and 4 into
+// (StepCycles).
+var Steps = [...]string{"p1 indices", "p1 values", "p1 sample", "p1 slice wait", "p4 span", "p4 pass", "p4 k-th", "p4 write", "p4 finish"}
+
+// StepCycles is the SM cycles of each of Steps, and whether the row passed
+// through it (both its ends marked): Phase 1's predicted indices, their
+// values, the sample's estimate, a cluster kernel's wait for its slice;
+// Phase 4's key span, first radix pass, the rest of finding the K-th
+// candidate, writing the selection, and what follows (sorting, page-table
+// output, counts).
+func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
+	m := s.Marks
+	p1 := m[gen.MarkP1Values] // where the sample's step starts: after the prediction's, if any
+	if p1 == 0 {
+		p1 = s.Stamps[0]
+	}
+	ends := [len(Steps)][2]uint64{
+		{s.Stamps[0], m[gen.MarkP1Indices]}, {m[gen.MarkP1Indices], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
+		{m[gen.MarkP1Done], s.Stamps[1]}, {s.Stamps[3], m[gen.MarkP4Span]}, {m[gen.MarkP4Span], m[gen.MarkP4Pass]},
+		{m[gen.MarkP4Pass], m[gen.MarkP4Kth]}, {m[gen.MarkP4Kth], m[gen.MarkP4Written]}, {m[gen.MarkP4Written], s.Stamps[4]},
+	}
+	for i, e := range ends {
+		if e[0] != 0 && e[1] != 0 && e[1] >= e[0] {
+			c[i], ok[i] = e[1]-e[0], true
+		}
+	}
+	return c, ok
+}
+
 // ParseStats decodes instrumentation records (little-endian, StatsBytes
 // each; the layout is gen/gvr.go's).
 func ParseStats(raw []byte) ([]Stats, error) {
@@ -287,6 +317,9 @@ func ParseStats(raw []byte) ([]Stats, error) {
 		s := &out[i]
 		for j := range s.Stamps {
 			s.Stamps[j] = le.Uint64(r[8*j:])
+		}
+		for j := range s.Marks {
+			s.Marks[j] = le.Uint64(r[gen.StatsMarks+8*j:])
 		}
 		s.Phase2Passes = le.Uint32(r[gen.StatsPhase2Passes:])
 		s.RadixPasses = le.Uint32(r[gen.StatsRadixPasses:])

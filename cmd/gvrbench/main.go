@@ -821,6 +821,7 @@ func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) 
 	args := b.args(name, k, d, true)
 	p := Phases{Batch: batch, N: d.n, Kernel: name}
 	var count float64
+	var stepRows [len(topk.Steps)]float64
 	for i := range phaseLaunches {
 		if _, err := b.once(k, batch, args, true, uint32(i)); err != nil {
 			return fmt.Errorf("%s (instrumented), batch %d, N %d: %w", name, batch, d.n, err)
@@ -841,6 +842,13 @@ func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) 
 			p.RadixPasses += float64(s.RadixPasses)
 			p.Candidates += float64(s.Candidates)
 			p.ValidPred += float64(s.ValidPred)
+			c, ok := s.StepCycles()
+			for j := range c {
+				if ok[j] {
+					p.StepUS[j] += float64(c[j])
+					stepRows[j]++
+				}
+			}
 			if i == 0 && s.Path < 3 {
 				p.Paths[s.Path]++
 			}
@@ -851,6 +859,11 @@ func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) 
 	for j := range p.PhaseCycles {
 		p.PhaseCycles[j] /= count
 		p.PhaseUS[j] = p.PhaseCycles[j] / mhz
+	}
+	for j := range p.StepUS {
+		if stepRows[j] > 0 {
+			p.StepUS[j] /= stepRows[j] * mhz
+		}
 	}
 	p.Phase2Passes /= count
 	p.RadixPasses /= count

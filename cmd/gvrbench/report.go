@@ -80,6 +80,9 @@ type Phases struct {
 	Candidates   float64    `json:"candidates"`
 	ValidPred    float64    `json:"valid_pred"`
 	Paths        [3]int     `json:"paths"` // rows by path: copy, gvr, exact
+	// StepUS is the mean time of each of topk.Steps inside Phases 1 and 4
+	// over the rows that passed through it (0: none did).
+	StepUS [len(topk.Steps)]float64 `json:"step_us"`
 }
 
 // summarize turns samples into a Timing.
@@ -222,6 +225,20 @@ func (r *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "%5d %7d %-9s %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.0f %7.0f  %d/%d/%d\n",
 				p.Batch, p.N, p.Kernel, p.PhaseUS[0], p.PhaseUS[1], p.PhaseUS[2], p.PhaseUS[3],
 				p.Phase2Passes, p.RadixPasses, p.Candidates, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2])
+		}
+		if slices.ContainsFunc(phases, func(p Phases) bool { return p.StepUS != [len(topk.Steps)]float64{} }) {
+			fmt.Fprintf(w, "\ninside Phases 1 and 4 (the same runs; us, mean over the rows that pass each step):\n%5s %7s %-9s", "batch", "N", "kernel")
+			for _, s := range topk.Steps {
+				fmt.Fprintf(w, " %*s", max(7, len(s)), s)
+			}
+			fmt.Fprintln(w)
+			for _, p := range phases {
+				fmt.Fprintf(w, "%5d %7d %-9s", p.Batch, p.N, p.Kernel)
+				for i, s := range topk.Steps {
+					fmt.Fprintf(w, " %*.2f", max(7, len(s)), p.StepUS[i])
+				}
+				fmt.Fprintln(w)
+			}
 		}
 	}
 	WriteReplays(w, r.Replays)
