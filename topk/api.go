@@ -258,9 +258,9 @@ func (p Path) String() string {
 type Stats struct {
 	Stamps       [5]uint64
 	Marks        [gen.NumMarks]uint64 // %clock64 at points inside Phases 1 and 4 (gen.MarkP1Indices...), 0 where not passed
-	Phase2Passes uint32 // counting passes of the threshold search
-	RadixPasses  uint32 // radix select passes (Phase 4 or the exact path)
-	Candidates   uint32 // candidates collected in Phase 3
+	Phase2Passes uint32               // counting passes of the threshold search
+	RadixPasses  uint32               // radix select passes (Phase 4 or the exact path)
+	Candidates   uint32               // candidates collected in Phase 3
 	Path         Path
 	ValidPred    uint32 // predicted indices that were in range and finite
 }
