@@ -92,6 +92,26 @@ func rows(r *rand.Rand, K, C, n int) []testCase {
 	}
 	r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
 	add("ties at K-th wider than C", x)
+	// Ties that fit the candidates, more of them than the K-th needs:
+	// Phase 4 picks the lowest indices among them (its tie select).
+	for _, spread := range []int{n, 40} { // ties over the whole row, and close together
+		x = normal(r, n)
+		for i := range x {
+			x[i] = float32(math.Min(float64(x[i]), 3))
+		}
+		for i := 0; i < K/2 && i < n; i++ {
+			x[i] = 10 + float32(i)
+		}
+		for i := 0; i < C/2 && K/2+i < n; i++ {
+			x[K/2+i] = 5
+		}
+		if spread < n {
+			r.Shuffle(min(spread, n), func(i, j int) { x[i], x[j] = x[j], x[i] })
+		} else {
+			r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+		}
+		add(fmt.Sprintf("ties at K-th within C, spread %d", spread), x)
+	}
 	x = normal(r, n)
 	for i := range x {
 		switch u := r.Float64(); {
