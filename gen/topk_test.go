@@ -112,6 +112,23 @@ func rows(r *rand.Rand, K, C, n int) []testCase {
 		}
 		add(fmt.Sprintf("ties at K-th within C, spread %d", spread), x)
 	}
+	// Candidates packed into consecutive floats, and one far above them:
+	// the first digit of their span puts them all in one bin, and Phase 4
+	// needs its later digits, down to the last bit.
+	x = normal(r, n)
+	for i := range x {
+		x[i] = -1 - float32(math.Abs(float64(x[i])))
+	}
+	v := float32(1)
+	for i := 1; i < K+C/4 && i < n; i++ {
+		x[i] = v
+		v = math.Nextafter32(v, 2)
+	}
+	if n > 0 {
+		x[0] = 1e30
+	}
+	r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+	add("candidates in consecutive floats and one far above", x)
 	x = normal(r, n)
 	for i := range x {
 		switch u := r.Float64(); {

@@ -559,7 +559,11 @@ func (e *Entry) VoteAll(d, p Pred, mask Operand) {
 // Redux emits the warp reduction d = op over the lanes of mask of a (op:
 // "add", "min", "max", "and", "or", "xor"); the type is d's.
 func (e *Entry) Redux(op string, d Reg, a Reg, mask Operand) {
-	e.Emit("redux", []string{"sync", op, d.T.Name()}, d, a, mask)
+	t := d.T.Name()
+	if op == "and" || op == "or" || op == "xor" {
+		t = "b32" // the bitwise reductions are typed by width only
+	}
+	e.Emit("redux", []string{"sync", op, t}, d, a, mask)
 }
 
 // MatchAny emits d = the mask of the lanes in mask whose a equals this

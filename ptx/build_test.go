@@ -401,3 +401,23 @@ func TestReadsWrites(t *testing.T) {
 		t.Errorf("ld.global.v2 requires %v, %v", f, ver)
 	}
 }
+
+// redux.sync's bitwise operations are typed .b32 (PTX has no
+// redux.sync.and.u32), whatever the registers' type; the arithmetic ones
+// keep theirs.
+func TestReduxTypes(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	x, d := e.Reg(ptx.U32), e.Reg(ptx.U32)
+	e.Mov(x, ptx.TidX)
+	for _, op := range []string{"and", "or", "xor", "min", "add"} {
+		e.Redux(op, d, x, ptx.Imm(-1))
+	}
+	e.Ret()
+	text := strings.Join(bodyLines(t, m), "\n")
+	for _, want := range []string{"redux.sync.and.b32", "redux.sync.or.b32", "redux.sync.xor.b32", "redux.sync.min.u32", "redux.sync.add.u32"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %s in\n%s", want, text)
+		}
+	}
+}
