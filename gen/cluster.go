@@ -193,7 +193,7 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	// after: the other CTAs' shared memory (and what before set up there)
 	// is touched only past that wait. A cluster of one has no other CTA.
 	c.sync()
-	if clusterSize > 1 {
+	if c.cluster > 1 {
 		e.BarrierClusterArrive(ptx.SemRelease)
 	}
 	// Meanwhile the head and the tail, one element per thread.

@@ -315,14 +315,14 @@ func (t *topk) pageOutput(table, stride, size, out *ptx.Param, r, rk, nextN ptx.
 		e.Cvt(off, b)
 		e.Mul(off, off, e.LdParam(stride))
 		e.Mad(p.table, off, ptx.Imm(4), tb)
+		// A power of two (the engines' 1, 16, 64): the page is a shift.
+		low := t.u32()
+		e.Sub(low, p.size, ptx.Imm(1))
+		e.And(low, low, p.size)
+		e.Setp(p.pow2, ptx.EQ, low, ptx.Imm(0))
+		e.Bfind(p.shift, p.size)
 		t.prefetchPages(p)
 	})
-	// A power of two (the engines' 1, 16, 64): the page is a shift.
-	low := t.u32()
-	e.Sub(low, p.size, ptx.Imm(1))
-	e.And(low, low, p.size)
-	e.Setp(p.pow2, ptx.EQ, low, ptx.Imm(0))
-	e.Bfind(p.shift, p.size)
 	return p
 }
 

@@ -250,7 +250,7 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 	if d := k.Config.Scores; d != gen.Float32 {
 		// 16-bit rows: what is past a row's length is +Inf (1e30 in
 		// float16), which must never be chosen either.
-		raw := make([]byte, 0, 2*len(host))
+		raw := make([]uint16, 0, len(host))
 		for r, c := range cs {
 			if len(c.h) != len(c.x) {
 				t.Fatalf("row %d (%s): a %v kernel needs the row's 16-bit scores (narrowed)", r, c.name, d)
@@ -263,13 +263,10 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 				if j < len(c.h) {
 					v = c.h[j]
 				}
-				raw = binary.LittleEndian.AppendUint16(raw, v)
+				raw = append(raw, v)
 			}
 		}
-		scores = mem.Alloc(len(raw), 16)
-		if err := mem.Write(scores, raw); err != nil {
-			t.Fatal(err)
-		}
+		scores = mem.AllocU16s(raw)
 	} else {
 		scores = mem.AllocF32s(host)
 	}
@@ -832,15 +829,7 @@ func allocScores(t *testing.T, mem *emu.Memory, host []float32, d topk.DType) (u
 		return mem.AllocF32s(host), host
 	}
 	h := d.Narrow(host)
-	raw := make([]byte, 0, 2*len(h))
-	for _, v := range h {
-		raw = binary.LittleEndian.AppendUint16(raw, v)
-	}
-	a := mem.Alloc(len(raw), 16)
-	if err := mem.Write(a, raw); err != nil {
-		t.Fatal(err)
-	}
-	return a, d.Widen(h)
+	return mem.AllocU16s(h), d.Widen(h)
 }
 
 func testWindows(t *testing.T, d topk.DType) {

@@ -140,7 +140,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(2, "-scores: %v", err)
 		}
-		o.scores = append(o.scores, map[gen.ScoreType]topk.DType{gen.Float32: topk.Float32, gen.Float16: topk.Float16, gen.BFloat16: topk.BFloat16}[st])
+		for _, d := range []topk.DType{topk.Float32, topk.Float16, topk.BFloat16} {
+			if d.ScoreType() == st {
+				o.scores = append(o.scores, d)
+			}
+		}
 	}
 	if o.pageSize < 0 {
 		return fail(2, "-pages %d: want a page size, or 0", o.pageSize)

@@ -1,7 +1,6 @@
 package fuzzcase
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -101,18 +100,9 @@ func RunEmu(p *emu.Program, k *gen.Kernel, b Batch, race bool) (Output, error) {
 		idx[i], vals[i] = PoisonIdx, PoisonVal
 	}
 	outIdx, outVals := mem.AllocU32s(idx), mem.AllocU32s(vals)
-	var scores uint64
-	if b.Scores16 == nil {
-		scores = mem.AllocF32s(b.Scores)
-	} else {
-		raw := make([]byte, 0, 2*len(b.Scores16))
-		for _, v := range b.Scores16 {
-			raw = binary.LittleEndian.AppendUint16(raw, v)
-		}
-		scores = mem.Alloc(len(raw), 16)
-		if err := mem.Write(scores, raw); err != nil {
-			return Output{}, err
-		}
+	scores := mem.AllocF32s(b.Scores)
+	if b.Scores16 != nil {
+		scores = mem.AllocU16s(b.Scores16)
 	}
 	args := b.Set(k.Launch.Args(), scores, mem.AllocI32s(b.Lengths), mem.AllocI32s(b.Pred), outIdx, outVals)
 	_, err := p.Run(mem, emu.Launch{Grid: [3]int{b.Rows() * k.Launch.Cluster}, Args: args, RaceCheck: race})

@@ -192,6 +192,17 @@ func (m *Memory) AllocF32s(v []float32) uint64 {
 	return a
 }
 
+// AllocU16s allocates memory holding v (little-endian 16-bit words) and
+// returns its address.
+func (m *Memory) AllocU16s(v []uint16) uint64 {
+	a := m.Alloc(2*len(v), 0)
+	d, _ := m.bytes(a, 2*len(v)) // cannot fail: the allocation fits
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(d[2*i:], x)
+	}
+	return a
+}
+
 // AllocU32s allocates memory holding v and returns its address.
 func (m *Memory) AllocU32s(v []uint32) uint64 {
 	a := m.Alloc(4*len(v), 0)

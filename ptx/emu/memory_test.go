@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -31,6 +32,10 @@ func TestMemoryAPI(t *testing.T) {
 	i := m.AllocI32s([]int32{-1, 7})
 	if v, err := m.ReadI32s(i, 2); err != nil || len(v) != 2 || v[0] != -1 || v[1] != 7 {
 		t.Errorf("ReadI32s %v, %v", v, err)
+	}
+	h := m.AllocU16s([]uint16{0x3F80, 0xFFFF, 1})
+	if raw, err := m.Read(h, 6); err != nil || fmt.Sprint(raw) != "[128 63 255 255 1 0]" {
+		t.Errorf("AllocU16s: %v, %v", raw, err)
 	}
 }
 

@@ -75,15 +75,19 @@ func (w *warp) threadID(l int) int32 { return int32(w.c.rank*32*len(w.c.warps) +
 // lane l of w: a bulk copy's write, if the warp saw its mbarrier phase
 // complete; another thread's access of the same CTA, if that CTA completed a
 // barrier since (the access was to another CTA's memory), or a
-// bar.warp.sync of both since.
+// bar.warp.sync of both since; any thread's access, if an mbarrier
+// arrival orders it (arrivedAfter, looked at last: it scans the arrivals).
 func (w *warp) ordered(a access, l int) bool {
 	if a.thread < 0 {
 		cp := w.c.cl.copies[-a.thread-1]
 		return w.observed[cp.bar] > cp.phase
 	}
-	if w.arrivedAfter(a) {
-		return true
-	}
+	return w.orderedInCTA(a, l) || w.arrivedAfter(a)
+}
+
+// orderedInCTA is ordered's test for an access by a thread of w's CTA: a
+// barrier of the CTA since, or a bar.warp.sync of both threads since.
+func (w *warp) orderedInCTA(a access, l int) bool {
 	per := int32(32 * len(w.c.warps))
 	if int((a.thread-1)/per) != w.c.rank {
 		return false
