@@ -61,7 +61,7 @@ const (
 // pass it. A mark after a load's first use says when the load arrived.
 const (
 	MarkP1Indices = iota // Phase 1: the predicted indices arrived (their values' loads issued)
-	MarkP1Values         // Phase 1: the predicted values arrived and were reduced
+	MarkP1Values         // Phase 1: the predicted values arrived and were reduced (after the sample's estimate)
 	MarkP1Sample         // Phase 1: the sample's statistics and threshold estimate done
 	MarkP1Done           // Phase 1's guess ready (a cluster kernel then waits for its slice)
 	MarkP4Span           // Phase 4: the candidates' key span
@@ -659,17 +659,14 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	// used: two memory latencies a step instead of eight.
 	const unroll = 4
 	st := t.newStats()
-	j := t.u32()
 	B := int64(t.threads)
-	e.For(j, t.tid, m, ptx.Imm(unroll*B), func() {
+	gather := func(j ptx.Reg) [unroll]ptx.Reg {
 		var ps [unroll]ptx.Reg
-		var in [unroll]ptx.Pred
 		for u := range unroll {
 			ju := t.u32()
 			e.Add(ju, j, ptx.Imm(int64(u)*B))
 			ps[u] = t.constU32(-1)
-			in[u] = t.setp(ptx.LT, ju, m)
-			e.Guarded(in[u], func() {
+			e.Guarded(t.setp(ptx.LT, ju, m), func() {
 				e.LdNC(ps[u], t.elemAddr(prow, ju, 4))
 				e.Sub(ps[u], ps[u], t.out.offset) // the previous output's space to the window's
 			})
@@ -681,14 +678,14 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 			e.Mov(xs[u], ptx.FloatBits(0xFF800000)) // not finite: not counted
 			t.loadScoreIf(t.setp(ptx.LT, ps[u], t.n), xs[u], t.row, ps[u])
 		}
-		t.mark(MarkP1Indices)
-		for _, x := range xs {
-			st.add(x)
-		}
-	})
-	pr := st.reduce()
-	t.mark(MarkP1Values)
-	e.Mov(t.valid, pr.cnt)
+		return xs
+	}
+	// The first step's values load while the sample's estimate is
+	// worked out (its block reductions need no prediction): the estimate
+	// costs no time of its own where it fits in that memory latency. (K
+	// = 2048 over 512 threads is that one step.)
+	xs := gather(t.tid)
+	t.mark(MarkP1Indices)
 
 	// The sample's estimate is the first pass's first point, as in the
 	// fallback. With a prediction, the second is the predicted minimum: a
@@ -699,8 +696,22 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	smp.finish()
 	g := t.newGuess()
 	t.sampleGuess(g, smp, predRounds)
-	e.If(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], pr.min) })
 	t.mark(MarkP1Sample)
+
+	for _, x := range xs {
+		st.add(x)
+	}
+	j := t.u32()
+	e.Add(j, t.tid, ptx.Imm(unroll*B))
+	e.For(j, j, m, ptx.Imm(unroll*B), func() {
+		for _, x := range gather(j) {
+			st.add(x)
+		}
+	})
+	pr := st.reduce()
+	t.mark(MarkP1Values)
+	e.Mov(t.valid, pr.cnt)
+	e.If(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], pr.min) })
 	return g
 }
 

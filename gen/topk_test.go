@@ -983,9 +983,11 @@ func TestInstrumentMarks(t *testing.T) {
 			seq := []uint64{u64(0)}
 			if path != gen.PathCopy {
 				if name != "topk_fallback" && cs[row].pred != nil {
-					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Values))
+					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Sample), mark(gen.MarkP1Values))
+				} else {
+					seq = append(seq, mark(gen.MarkP1Sample))
 				}
-				seq = append(seq, mark(gen.MarkP1Sample), mark(gen.MarkP1Done), u64(8))
+				seq = append(seq, mark(gen.MarkP1Done), u64(8))
 			}
 			if path == gen.PathGVR && binary.LittleEndian.Uint32(s[gen.StatsCandidates:]) > uint32(cfg.K) {
 				seq = append(seq, u64(24), mark(gen.MarkP4Span), mark(gen.MarkP4Pass), mark(gen.MarkP4Kth), mark(gen.MarkP4Written))

@@ -281,18 +281,19 @@ var Steps = [...]string{"p1 indices", "p1 values", "p1 sample", "p1 slice wait",
 
 // StepCycles is the SM cycles of each of Steps, and whether the row passed
 // through it (both its ends marked): Phase 1's predicted indices, their
-// values, the sample's estimate, a cluster kernel's wait for its slice;
+// values (what is left of their wait after the sample's estimate), the
+// sample's estimate, a cluster kernel's wait for its slice;
 // Phase 4's key span, first radix pass, the rest of finding the K-th
 // candidate, writing the selection, and what follows (sorting, page-table
 // output, counts).
 func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 	m := s.Marks
-	p1 := m[gen.MarkP1Values] // where the sample's step starts: after the prediction's, if any
+	p1 := m[gen.MarkP1Indices] // where the sample's step starts: once the prediction's values are on their way, if any
 	if p1 == 0 {
 		p1 = s.Stamps[0]
 	}
 	ends := [len(Steps)][2]uint64{
-		{s.Stamps[0], m[gen.MarkP1Indices]}, {m[gen.MarkP1Indices], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
+		{s.Stamps[0], m[gen.MarkP1Indices]}, {m[gen.MarkP1Sample], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
 		{m[gen.MarkP1Done], s.Stamps[1]}, {s.Stamps[3], m[gen.MarkP4Span]}, {m[gen.MarkP4Span], m[gen.MarkP4Pass]},
 		{m[gen.MarkP4Pass], m[gen.MarkP4Kth]}, {m[gen.MarkP4Kth], m[gen.MarkP4Written]}, {m[gen.MarkP4Written], s.Stamps[4]},
 	}
