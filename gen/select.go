@@ -86,6 +86,96 @@ func (c *cta) tiesOf(w walker, kth ptx.Reg) stream {
 	}
 }
 
+// tieSelect returns the index of the need-th lowest index among the
+// elements of w whose key is kth. Their inverted indices are ranked within
+// their span, as Phase 4's keys are (keySpan): the first digit then splits
+// the tied indices' range, not the bits every index of the row shares, and
+// its bin usually holds at most 32, which one warp ranks (smallRanks); a
+// radix select over all 32 bits of ^index took three passes every time.
+func (c *cta) tieSelect(w walker, kth, need ptx.Reg, sh selectShared, passes ptx.Reg) ptx.Reg {
+	e := c.e
+	ties := c.tiesOf(w, kth) // ^index: the lowest index ranks highest
+	span := c.spanOfStream(ties, sh.scratch)
+	ranked := func(visit func(ptx.Reg)) { ties(func(v ptx.Reg) { visit(span.rank(c, v)) }) }
+	r := c.newRadix(ranked, need, sh, passes)
+	r.pass()
+	v := c.u32()
+	e.IfElse(c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)), func() {
+		e.Mov(v, c.smallRanks(ranked, r))
+	}, func() {
+		for !r.done() {
+			r.pass()
+		}
+		e.Mov(v, r.sel.r)
+	})
+	// Back from the rank in the span to the index: the rank's low shift
+	// bits are zero, so the shift loses nothing.
+	e.Shr(v, v, span.shift)
+	e.Add(v, v, span.min)
+	e.Not(v, v)
+	return v
+}
+
+// spanOfStream is spanOf for a stream of values (u32) instead of keys;
+// scratch holds one word per warp (two reductions, one after the other).
+func (c *cta) spanOfStream(s stream, scratch region) keySpan {
+	e := c.e
+	lo, hi := c.constU32(0xFFFFFFFF), c.constU32(0)
+	s(func(v ptx.Reg) {
+		e.Min(lo, lo, v)
+		e.Max(hi, hi, v)
+	})
+	m := []ptx.Reg{c.blockReduce("min", lo, scratch), c.blockReduce("max", hi, scratch)}
+	d := c.u32()
+	e.Sub(d, m[1], m[0])
+	span := keySpan{min: m[0], shift: c.u32()}
+	e.Clz(span.shift, d)
+	e.Guarded(c.setp(ptx.GT, m[0], m[1]), func() { e.Mov(span.shift, ptx.Imm(32)) }) // no elements
+	return span
+}
+
+// smallRanks returns the r.rem-th largest of the values of s that share
+// the digits r has fixed, when at most 32 do: they are gathered into
+// shared memory, in any order, and one warp ranks each against the others
+// (the values are distinct). The result does not depend on the order.
+func (c *cta) smallRanks(s stream, r *radix) ptx.Reg {
+	e, sh := c.e, r.sh
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
+	})
+	c.sync()
+	s(func(v ptx.Reg) {
+		m := c.u32()
+		e.And(m, v, r.fixed)
+		e.If(c.setp(ptx.EQ, m, r.sel.r), func() {
+			slot := c.u32()
+			e.Atom(ptx.SpaceShared, "add", slot, c.smem.at(sh.scalars, 12), ptx.Imm(1))
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 8), v)
+		})
+	})
+	c.sync()
+	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
+		in := c.setp(ptx.LT, c.lane, r.sel.equal)
+		v := c.constU32(0) // past the gathered ones: ranks after all of them
+		e.If(in, func() { e.Ld(ptx.SpaceShared, v, c.smem.elem(sh.small, c.lane, 8)) })
+		rank := c.constU32(0) // how many gathered values are larger
+		for j := range warpSize {
+			vj := c.u32()
+			e.Shfl(ptx.ShflIdx, vj, v, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+			e.Guarded(c.setp(ptx.GT, vj, v), func() { e.Add(rank, rank, ptx.Imm(1)) })
+		}
+		want := c.u32()
+		e.Sub(want, r.rem, ptx.Imm(1))
+		hit := c.setp(ptx.EQ, rank, want)
+		e.AndPred(hit, hit, in)
+		e.Guarded(hit, func() { e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 0), v) })
+	})
+	c.sync()
+	out := c.u32()
+	e.Ld(ptx.SpaceShared, out, c.smem.at(sh.scalars, 0))
+	return out
+}
+
 // selectShared is the shared memory exact selection uses.
 type selectShared struct {
 	hist    [2]region // one u32 per bin; passes alternate between the two
@@ -440,8 +530,12 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		e.Mov(kthIdx, ptx.Imm(0xFFFFFFFF))
 		e.If(c.setp(ptx.LT, need, r.sel.equal), func() {
 			e.Comment("ties at the K-th key: keep the %s lowest indices", "need")
-			tie := c.radixSelect(c.tiesOf(w, kthKey), need, sh, passes, loop)
-			e.Not(kthIdx, tie.r)
+			if loop {
+				tie := c.radixSelect(c.tiesOf(w, kthKey), need, sh, passes, loop)
+				e.Not(kthIdx, tie.r)
+				return
+			}
+			e.Mov(kthIdx, c.tieSelect(w, kthKey, need, sh, passes))
 		})
 	}
 	smallBin := func() ptx.Pred { return c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)) }

@@ -601,8 +601,9 @@ func phase4Passes(x []float32, k, ncand, D, db int) uint32 {
 	lo, hi := slices.Min(cands), slices.Max(cands)
 	shift := bits.LeadingZeros32(hi - lo)
 	rank := func(key uint32) uint32 { return uint32(uint64(key-lo) << shift) }
-	slices.Sort(cands)
-	kth := cands[len(cands)-k]
+	var kthIdx []uint32 // the tied elements' ^index, in the row's order
+	sortedCands := slices.Sorted(slices.Values(cands))
+	kth := sortedCands[len(sortedCands)-k]
 	above, equal, share := 0, 0, 0
 	for _, key := range cands {
 		switch {
@@ -615,10 +616,33 @@ func phase4Passes(x []float32, k, ncand, D, db int) uint32 {
 			share++
 		}
 	}
+	for i, key := range keys {
+		if key == kth {
+			kthIdx = append(kthIdx, ^uint32(i))
+		}
+	}
 	switch {
 	case share <= 32:
 		return 1
 	case k-above < equal:
+		// The tie select: the first digit of the ties' ^index within
+		// their span, then a warp when the need-th one's bin holds at
+		// most 32 (else every digit).
+		need := k - above
+		tlo, thi := slices.Min(kthIdx), slices.Max(kthIdx)
+		tshift := bits.LeadingZeros32(thi - tlo)
+		trank := func(v uint32) uint32 { return uint32(uint64(v-tlo) << tshift) }
+		sortedTies := slices.Sorted(slices.Values(kthIdx))
+		target := trank(sortedTies[len(sortedTies)-need])
+		tshare := 0
+		for _, v := range kthIdx {
+			if trank(v)>>(32-db) == target>>(32-db) {
+				tshare++
+			}
+		}
+		if tshare <= 32 {
+			return uint32(D + 1)
+		}
 		return uint32(2 * D)
 	}
 	return uint32(D)
