@@ -21,6 +21,10 @@ func (c *cta) combine(op string, d ptx.Reg, a, b ptx.Operand) {
 		c.e.Min(d, a, b)
 	case "max":
 		c.e.Max(d, a, b)
+	case "and":
+		c.e.And(d, a, b)
+	case "or":
+		c.e.Or(d, a, b)
 	default:
 		panic(fmt.Sprintf("gen: unknown reduction %q", op))
 	}
@@ -39,8 +43,10 @@ func identity(op string, t ptx.Type) ptx.Operand {
 		return ptx.Imm(0xFFFFFFFF)
 	case op == "max" && t == ptx.S32:
 		return ptx.Imm(-0x80000000)
-	case op == "max" && t.IsInt():
+	case op == "max" && t.IsInt(), op == "or":
 		return ptx.Imm(0)
+	case op == "and":
+		return ptx.Imm(0xFFFFFFFF)
 	}
 	panic(fmt.Sprintf("gen: no identity for %s on %v", op, t))
 }

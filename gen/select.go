@@ -42,6 +42,11 @@ func (c *cta) ranksOf(w walker, rankOf func(bits ptx.Reg) ptx.Reg) stream {
 // the bins of a first pass over their offsets.
 type keySpan struct {
 	min, shift ptx.Reg // u32
+	// zeros is how many low bits every rank has zero (at most 32): the
+	// shift, and the low bits the keys share (a 16-bit score's widened
+	// key has 13 or 16 zero low bits). A radix digit below them splits
+	// nothing, and its pass is skipped.
+	zeros ptx.Reg
 }
 
 // rank is key k's rank in the span.
@@ -58,17 +63,28 @@ func (s keySpan) rank(c *cta, k ptx.Reg) ptx.Reg {
 func (c *cta) spanOf(w walker, scratch region) keySpan {
 	e := c.e
 	lo, hi := c.constU32(0xFFFFFFFF), c.constU32(0)
+	all, any := c.constU32(0xFFFFFFFF), c.constU32(0)
 	w(func(x elem) {
 		k := c.key(x.bits)
 		e.Min(lo, lo, k)
 		e.Max(hi, hi, k)
+		e.And(all, all, k)
+		e.Or(any, any, k)
 	})
-	r := c.blockReduceN([]string{"min", "max"}, []ptx.Reg{lo, hi}, scratch)
+	r := c.blockReduceN([]string{"min", "max", "and", "or"}, []ptx.Reg{lo, hi, all, any}, scratch)
 	d := c.u32()
 	e.Sub(d, r[1], r[0])
-	span := keySpan{min: r[0], shift: c.u32()}
+	span := keySpan{min: r[0], shift: c.u32(), zeros: c.u32()}
 	e.Clz(span.shift, d)
 	e.Guarded(c.setp(ptx.GT, r[0], r[1]), func() { e.Mov(span.shift, ptx.Imm(32)) }) // no elements
+	// The low bits every key shares (where and and or agree) are zero in
+	// every key - min, and so in every rank below the shift.
+	same := c.u32()
+	e.Xor(same, r[2], r[3])
+	e.Brev(same, same)
+	e.Clz(same, same) // trailing zeros of and ^ or
+	e.Add(span.zeros, span.shift, same)
+	e.Min(span.zeros, span.zeros, ptx.Imm(32))
 	return span
 }
 
@@ -564,7 +580,14 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		c.markAt(MarkP4Pass)
 		rest := func() {
 			for !r.done() {
-				r.pass()
+				if span == nil {
+					r.pass()
+					continue
+				}
+				// A digit at or below the ranks' common zero bits splits
+				// nothing: its pass would find every element in one bin.
+				d := r.digits[r.p]
+				e.If(c.setp(ptx.LT, span.zeros, ptx.Imm(int64(d.hi))), r.pass)
 			}
 			ties()
 		}

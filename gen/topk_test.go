@@ -601,6 +601,19 @@ func phase4Passes(x []float32, k, ncand, D, db int) uint32 {
 	lo, hi := slices.Min(cands), slices.Max(cands)
 	shift := bits.LeadingZeros32(hi - lo)
 	rank := func(key uint32) uint32 { return uint32(uint64(key-lo) << shift) }
+	// The key passes: the first, then those whose digit lies above the
+	// low bits every rank has zero (the shift, and the bits the keys share).
+	all, any := ^uint32(0), uint32(0)
+	for _, key := range cands {
+		all, any = all&key, any|key
+	}
+	zeros := min(32, shift+bits.TrailingZeros32(all^any))
+	keyPasses := 1
+	for hi := 32 - db; hi > 0; hi -= db {
+		if zeros < hi {
+			keyPasses++
+		}
+	}
 	var kthIdx []uint32 // the tied elements' ^index, in the row's order
 	sortedCands := slices.Sorted(slices.Values(cands))
 	kth := sortedCands[len(sortedCands)-k]
@@ -641,11 +654,11 @@ func phase4Passes(x []float32, k, ncand, D, db int) uint32 {
 			}
 		}
 		if tshare <= 32 {
-			return uint32(D + 1)
+			return uint32(keyPasses + 1)
 		}
-		return uint32(2 * D)
+		return uint32(keyPasses + D)
 	}
-	return uint32(D)
+	return uint32(keyPasses)
 }
 
 // radixPasses is how many radix passes selecting the top k of x takes
