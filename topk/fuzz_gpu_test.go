@@ -57,7 +57,7 @@ func TestFuzzGPU(t *testing.T) {
 	t.Run("cases", func(t *testing.T) {
 		for i := range *fuzzCases {
 			p := fuzzParams(*fuzzSeed, i, *fuzzConfigs)
-			p.Target = runnableTarget(p.Target, d.Info().Major*10+d.Info().Minor)
+			p = p.ForSM(d.Info().Major*10 + d.Info().Minor)
 			c, err := p.Case(*fuzzMaxN)
 			if err != nil {
 				t.Logf("case %d: %v", i, err) // no valid configuration: nothing to run
@@ -96,16 +96,6 @@ func fuzzParams(seed uint64, i, configs int) fuzzcase.Params {
 	p.Kernel, p.Target, p.K, p.Cand, p.Block, p.Bins, p.Unroll = c.Kernel, c.Target, c.K, c.Cand, c.Block, c.Bins, c.Unroll
 	p.Flags = p.Flags&^1 | c.Flags&1 // Sorted is the configuration's
 	return p
-}
-
-// runnableTarget maps Params.Target to a target the device runs (sm
-// major*10+minor): the one it picks, or else the newest older one.
-func runnableTarget(raw uint8, sm int) uint8 {
-	i := int(raw) % len(fuzzcase.Targets)
-	for i > 0 && fuzzcase.Targets[i].SM > sm {
-		i--
-	}
-	return uint8(i)
 }
 
 // fuzzOneGPU runs case c on the GPU and checks it against Reference, then,

@@ -105,6 +105,24 @@ type Case struct {
 	Pred   Pred
 }
 
+// ForSM is p with its Target lowered so that the case runs on a device of
+// compute capability sm (major*10+minor): the target p picks if the device
+// runs it, else the newest older one. A cluster kernel decodes the targets
+// without clusters as sm_90 or sm_100 (Case), so there the low bit picks
+// sm_90. A device older than every target a kernel has is the caller's
+// check (a cluster kernel needs sm_90).
+func (p Params) ForSM(sm int) Params {
+	i := int(p.Target) % len(Targets)
+	for i > 0 && Targets[i].SM > sm {
+		i--
+	}
+	p.Target = uint8(i)
+	if gen.IsClusterKernel(Kernels[int(p.Kernel)%len(Kernels)]) && !Targets[i].Has(ptx.FeatCluster) && ptx.SM100.SM > sm {
+		p.Target = 0 // decodes as sm_90
+	}
+	return p
+}
+
 // Case decodes p for rows of at most maxN elements. The configuration is
 // valid: one whose shared memory does not fit the target is retried with
 // MaxCandidates = K, and the error says when even that does not fit.

@@ -259,3 +259,26 @@ func TestScoreTypes(t *testing.T) {
 		}
 	}
 }
+
+// ForSM lowers every case to a target the device runs, the cluster kernels'
+// own choice of sm_90 or sm_100 included (TestFuzzGPU ran sm_100 cluster
+// kernels on an H100 before), and keeps a target the device runs.
+func TestForSM(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		p := randomParams(r)
+		for _, sm := range []int{90, 100} {
+			q := p.ForSM(sm)
+			c, err := q.Case(InterpMaxN)
+			if err != nil {
+				t.Fatalf("%+v: %v", q, err)
+			}
+			if c.Config.Target.SM > sm {
+				t.Fatalf("%+v for sm_%d: %s %v", q, sm, c.Kernel, c.Config.Target)
+			}
+			if pc, err := p.Case(InterpMaxN); err == nil && pc.Config.Target.SM <= sm && pc.Config.Target != c.Config.Target {
+				t.Fatalf("%+v for sm_%d: %v runs there, ForSM gave %v", p, sm, pc.Config.Target, c.Config.Target)
+			}
+		}
+	}
+}
