@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/runtime"
 )
@@ -150,6 +151,18 @@ var tunings = func() map[string]*Tuning {
 	}
 	return m
 }()
+
+// ChoiceConfig is the configuration a Selector generates a chosen kernel
+// with: kc with the choice's cluster size (0: one CTA per row) and, for a
+// cluster kernel, its rounds signalled by mbarriers instead of
+// barrier.cluster (gen.Config.MbarrierRounds: H100, 0.1-1.7 us faster in
+// every measured cell up to 256K, about 2% slower on the 1M rows a
+// cluster streams; perf notes 29, 36). gvrbench -tune measures these.
+func ChoiceConfig(kc gen.Config, cluster int) gen.Config {
+	kc.Cluster = cluster
+	kc.MbarrierRounds = cluster > 0
+	return kc
+}
 
 // TuningFor is the measured kernel choice gvr keeps for the GPU called
 // name (runtime.Info.Name), or nil if it has none.

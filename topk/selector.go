@@ -91,9 +91,7 @@ func NewSelector(cfg Config) (*Selector, error) {
 	kcfg := cfg.kernelConfig(t)
 	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: deviceOf(dev.Info())}
 	for _, c := range s.choices() {
-		kc := kcfg
-		kc.Cluster = c.cluster
-		k, err := Kernel(dev, c.name, kc)
+		k, err := Kernel(dev, c.name, ChoiceConfig(kcfg, c.cluster))
 		if err != nil && c.cluster > 0 && errors.Is(err, gen.ErrSharedMemory) {
 			continue // cfg leaves no room for a slice of the row: one CTA per row
 		}

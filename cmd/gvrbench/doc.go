@@ -21,7 +21,8 @@
 // with -pages P the same kernel also writing the fused page-table output of
 // page size P (columns gvr+pages, checked slot by slot), and with
 // -mbarrier-rounds each cluster Top-K kernel with its rounds signalled by
-// mbarriers instead of barrier.cluster (columns cgvr16+mbar),
+// mbarriers instead of barrier.cluster (columns cgvr16+mbar; the auto column
+// and -tune time the selector's kernels, which do: topk.ChoiceConfig),
 //
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time

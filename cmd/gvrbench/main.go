@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
 	scores := fs.String("scores", "f32", "the score types the kernels are timed on, comma-separated (f32, f16, bf16): a 16-bit type adds a column per kernel (gvr.bf16), its rows the float32 rows rounded")
-	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds); with -tune, the tuning measures these")
+	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
 	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
@@ -167,12 +167,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	o.seed = *seed
 	if o.tune != "" {
-		// The selector's configuration: with -mbarrier-rounds, the cluster
-		// kernels with mbarrier rounds.
+		// The kernels the selector generates (topk.ChoiceConfig): the
+		// cluster kernels with mbarrier rounds.
 		o.kernels = []string{"gvr"}
 		for _, c := range o.clusters {
 			k := fmt.Sprintf("cgvr%d", c)
-			if o.mbar {
+			if topk.ChoiceConfig(gen.Config{}, c).MbarrierRounds {
 				k += "+mbar"
 			}
 			o.kernels = append(o.kernels, k)
@@ -662,6 +662,9 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	}
 	cfg := b.clusterConfig(prefix, c, n)
 	cfg.Scores, cfg.MbarrierRounds = col.kernelScores().ScoreType(), col.mbar
+	if col.kernel == "auto" {
+		cfg = topk.ChoiceConfig(cfg, c) // the selector's kernel, as it generates it
+	}
 	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
 		return nil, nil, nil
 	}
