@@ -200,9 +200,6 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	}
 
 	r := t.rowID()
-	if withPred {
-		t.prefetchPrediction(pp, r)
-	}
 	scores := t.global(pScores)
 	stride := e.LdParam(pStride)
 	t.row = t.rowAddrOf(scores, stride, r, t.size())
@@ -401,30 +398,6 @@ func (t *topk) prefetchPages(p *pageOut) {
 	e.Mad(j, t.tid, ptx.Imm(32), first)
 	e.For(j, j, last, ptx.Imm(int64(32*t.threads)), func() {
 		e.PrefetchL2(t.elemAddr(p.table, j, 4))
-	})
-}
-
-// prefetchPrediction brings row r's predicted indices into L2 first
-// thing, one 128-byte line a thread: Phase 1 loads them only after the
-// row's length arrives (one memory latency) and, in a cluster kernel,
-// after its slice's bulk copy is issued, so cold they came a second
-// latency later (1.9-5 us in, perf notes 36); prefetched, they are L2
-// hits by then. Thread i takes the lines of elements 32i, 32(i+threads),
-// ... and of the last one (32 elements a line, whatever the alignment).
-func (t *topk) prefetchPrediction(pp predParams, r ptx.Reg) {
-	e := t.e
-	prow := t.rowAddr(t.global(pp.pred), e.LdParam(pp.stride), r)
-	m, last, end := t.u32(), t.u32(), t.u32()
-	e.Cvt(m, e.LdParam(pp.count))
-	e.Sub(last, m, ptx.Imm(1))
-	e.Add(end, m, ptx.Imm(31))
-	e.If(t.setp(ptx.EQ, m, ptx.Imm(0)), func() { e.Mov(end, ptx.Imm(0)) }) // no prediction: pred may be null
-	j := t.u32()
-	e.Mul(j, t.tid, ptx.Imm(32))
-	e.For(j, j, end, ptx.Imm(int64(32*t.threads)), func() {
-		at := t.u32()
-		e.Min(at, j, last)
-		e.PrefetchL2(t.elemAddr(prow, at, 4))
 	})
 }
 
