@@ -96,6 +96,17 @@ type slice struct {
 	held      ptx.Reg // of them, in shared memory
 	at        ptx.Reg // u32 shared address of element lo
 	over      ptx.Reg // u64 global address of element lo+held
+	ends      [2]endCopy
+}
+
+// endCopy is one of the elements before and after a slice's bulk copy
+// that a thread loads in startSlice and stores in awaitSlice: storing it at
+// once would hold the thread (warp 0's first three) for the load's whole
+// latency before the phase that follows, which every barrier then waits for.
+type endCopy struct {
+	ok  ptx.Pred // this thread has one
+	dst ptx.Reg  // u32 shared address
+	x   ptx.Reg  // the score, as loaded
 }
 
 // loadSlice brings this CTA's slice of row (a global address, rowLen
@@ -111,7 +122,7 @@ type slice struct {
 // CTAs will add into).
 func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
 	s := c.startSlice(sh, clusterSize, row, rowLen, before)
-	c.awaitSlice(sh)
+	c.awaitSlice(sh, s)
 	return s
 }
 
@@ -196,26 +207,26 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	if c.cluster > 1 {
 		e.BarrierClusterArrive(ptx.SemRelease)
 	}
-	// Meanwhile the head and the tail, one element per thread.
+	// Meanwhile the head and the tail, one element per thread, loaded now
+	// and stored in awaitSlice.
 	tail0 := c.u32()
 	e.Shr(tail0, vecBytes, ptx.Imm(log2(size)))
 	e.Add(tail0, tail0, head)
 	tail := c.u32()
 	e.Sub(tail, s.held, tail0)
-	copyElem := func(j ptx.Reg) {
-		a := c.u64()
-		e.MulWide(a, j, ptx.Imm(size))
-		e.Add(a, a, g)
-		d := c.u32()
-		e.Mad(d, j, ptx.Imm(size), s.at)
-		c.copyScore(ptx.At(d, 0), ptx.At(a, 0))
+	j := c.u32()
+	e.Add(j, tail0, c.tid)
+	for i, end := range []struct{ n, j ptx.Reg }{{head, c.tid}, {tail, j}} {
+		ec := endCopy{ok: c.setp(ptx.LT, c.tid, end.n), dst: c.u32(), x: c.rawScoreReg()}
+		e.Guarded(ec.ok, func() {
+			a := c.u64()
+			e.MulWide(a, end.j, ptx.Imm(size))
+			e.Add(a, a, g)
+			e.LdNC(ec.x, ptx.At(a, 0))
+			e.Mad(ec.dst, end.j, ptx.Imm(size), s.at)
+		})
+		s.ends[i] = ec
 	}
-	e.If(c.setp(ptx.LT, c.tid, head), func() { copyElem(c.tid) })
-	e.If(c.setp(ptx.LT, c.tid, tail), func() {
-		j := c.u32()
-		e.Add(j, tail0, c.tid)
-		copyElem(j)
-	})
 	return s
 }
 
@@ -223,8 +234,11 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 // mbarrier, the cluster barrier startSlice arrived at (past it, every CTA
 // of the cluster has set up its shared memory; none in a cluster of one),
 // and a CTA barrier for the head and tail other threads stored.
-func (c *cta) awaitSlice(sh clusterShared) {
+func (c *cta) awaitSlice(sh clusterShared, s slice) {
 	c.e.MbarrierWait(ptx.SpaceShared, ptx.ScopeDefault, ptx.At(c.smem.base, int64(sh.bar.off)), ptx.Imm(0))
+	for _, ec := range s.ends {
+		c.e.Guarded(ec.ok, func() { c.e.St(ptx.SpaceShared, ec.x.T, ptx.At(ec.dst, 0), ec.x) })
+	}
 	if c.cluster > 1 {
 		c.e.BarrierClusterWait(ptx.SemAcquire) // startSlice arrived
 	}
@@ -539,7 +553,7 @@ func (p *clusterPart) handOver(c *cta) ptx.Reg {
 // awaitPart waits for the slice startPart began.
 func (t *topk) awaitPart() {
 	if t.part != nil {
-		t.awaitSlice(t.part.sh)
+		t.awaitSlice(t.part.sh, t.part.s)
 	}
 }
 

@@ -47,7 +47,7 @@ const (
 // no time) at byte offsets 0, 8, ..., 32, then u32 counters at these
 // offsets.
 const (
-	StatsBytes        = 128
+	StatsBytes        = 144
 	StatsPhase2Passes = 40 // counting passes in Phase 2
 	StatsRadixPasses  = 44 // radix select passes (Phase 4 or the exact path)
 	StatsCandidates   = 48 // candidates collected in Phase 3
@@ -68,6 +68,8 @@ const (
 	MarkP4Pass           // Phase 4: its first radix pass
 	MarkP4Kth            // Phase 4: the K-th candidate found (ties resolved)
 	MarkP4Written        // Phase 4: the selection written
+	MarkLength           // the row's length arrived (before Phase 1: the kernel's first load)
+	MarkP1Start          // Phase 1 starts: a cluster kernel's slice copy issued and its cluster barrier passed
 	NumMarks
 )
 
@@ -228,6 +230,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	t.n = t.u32()
 	e.Cvt(t.n, stride)
 	e.Min(t.n, t.n, n)
+	t.mark(MarkLength)
 	// A window (prefill): row r's elements [row_starts[r], length) with the
 	// start clamped to [0, length]; the kernel works on the window as on
 	// a row, and its indices count from the window's start unless abs_idx
@@ -551,6 +554,7 @@ func (t *topk) body(phase1 func() guess) {
 		t.copyShortRow()
 	}, func() {
 		t.startPart()
+		t.mark(MarkP1Start)
 		g := phase1()
 		t.mark(MarkP1Done)
 		t.awaitPart()

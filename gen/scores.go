@@ -55,19 +55,14 @@ func (c *cta) loadScoreAt(x ptx.Reg, a ptx.Addr, sp ptx.Space) {
 	e.Mov(x, c.widen(w, false))
 }
 
-// copyScore copies the score at global address src to shared address dst
-// as it is (no widening).
-func (c *cta) copyScore(dst, src ptx.Addr) {
-	e := c.e
+// rawScoreReg is a register for one score as it is in memory, not
+// widened (f32, or u16 for a 16-bit score): a slice's end elements go from
+// global to shared memory through it.
+func (c *cta) rawScoreReg() ptx.Reg {
 	if c.scores == Float32 {
-		x := c.f32()
-		e.LdNC(x, src)
-		e.St(ptx.SpaceShared, ptx.F32, dst, x)
-		return
+		return c.f32()
 	}
-	h := e.Reg(ptx.U16)
-	e.LdNC(h, src)
-	e.St(ptx.SpaceShared, ptx.U16, dst, h)
+	return c.e.Reg(ptx.U16)
 }
 
 // newVec returns the registers of one 16-byte vector of scores: four f32,

@@ -1017,8 +1017,9 @@ func TestInstrumentMarks(t *testing.T) {
 			u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(s[off:]) }
 			mark := func(i int) uint64 { return u64(gen.StatsMarks + 8*i) }
 			path := binary.LittleEndian.Uint32(s[gen.StatsPath:])
-			seq := []uint64{u64(0)}
+			seq := []uint64{u64(0), mark(gen.MarkLength)}
 			if path != gen.PathCopy {
+				seq = append(seq, mark(gen.MarkP1Start))
 				if name != "topk_fallback" && cs[row].pred != nil {
 					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Sample), mark(gen.MarkP1Values))
 				} else {

@@ -96,7 +96,10 @@ step_test() {
     done
     # Differential fuzzing: random kernels, configurations and rows against
     # the reference and the interpreter; a new seed each run unless given.
-    run_test topk -test.run '^TestFuzzGPU$' -gvr.fuzz-cases="$GVR_FUZZ_CASES" -gvr.fuzz-seed="$GVR_FUZZ_SEED" || ok=0
+    # Its own timeout (the later flag wins): 150 cases took 2 to 6 minutes
+    # on an H100 by seed (the interpreter's share and the JIT of the
+    # seed's configurations), past the groups' 3 minutes.
+    run_test topk -test.run '^TestFuzzGPU$' -gvr.fuzz-cases="$GVR_FUZZ_CASES" -gvr.fuzz-seed="$GVR_FUZZ_SEED" -test.timeout 12m || ok=0
     local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
     if [ "$ngpu" -ge 2 ]; then
       GVR_REQUIRE_GPUS=2 run_test topk -test.run "^Test($TWO_GPU_TESTS)\$" || ok=0

@@ -277,10 +277,13 @@ func (s Stats) PhaseCycles() [4]uint64 {
 
 // Steps name the intervals the marks split Phases 1 and 4 into
 // (StepCycles).
-var Steps = [...]string{"p1 indices", "p1 values", "p1 sample", "p1 slice wait", "p4 span", "p4 pass", "p4 k-th", "p4 write", "p4 finish"}
+var Steps = [...]string{"length", "p1 start", "p1 indices", "p1 values", "p1 sample", "p1 slice wait", "p4 span", "p4 pass", "p4 k-th", "p4 write", "p4 finish"}
 
 // StepCycles is the SM cycles of each of Steps, and whether the row passed
-// through it (both its ends marked): Phase 1's predicted indices, their
+// through it (both its ends marked): the row's length arriving (the
+// kernel's first load), what comes before Phase 1 (the short-row test, a
+// cluster kernel's slice copy issued and its cluster barrier), Phase 1's
+// predicted indices, their
 // values (what is left of their wait after the sample's estimate), the
 // sample's estimate, a cluster kernel's wait for its slice;
 // Phase 4's key span, first radix pass, the rest of finding the K-th
@@ -290,10 +293,10 @@ func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 	m := s.Marks
 	p1 := m[gen.MarkP1Indices] // where the sample's step starts: once the prediction's values are on their way, if any
 	if p1 == 0 {
-		p1 = s.Stamps[0]
+		p1 = m[gen.MarkP1Start]
 	}
 	ends := [len(Steps)][2]uint64{
-		{s.Stamps[0], m[gen.MarkP1Indices]}, {m[gen.MarkP1Sample], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
+		{s.Stamps[0], m[gen.MarkLength]}, {m[gen.MarkLength], m[gen.MarkP1Start]}, {m[gen.MarkP1Start], m[gen.MarkP1Indices]}, {m[gen.MarkP1Sample], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
 		{m[gen.MarkP1Done], s.Stamps[1]}, {s.Stamps[3], m[gen.MarkP4Span]}, {m[gen.MarkP4Span], m[gen.MarkP4Pass]},
 		{m[gen.MarkP4Pass], m[gen.MarkP4Kth]}, {m[gen.MarkP4Kth], m[gen.MarkP4Written]}, {m[gen.MarkP4Written], s.Stamps[4]},
 	}
