@@ -196,6 +196,7 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 			e.CpAsyncBulk(ptx.At(dst, 0), ptx.At(src, 0), vecBytes, bar)
 		})
 	})
+	c.markAt(MarkSliceIssued)
 	if before != nil {
 		before(s)
 	}
@@ -207,6 +208,7 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	if c.cluster > 1 {
 		e.BarrierClusterArrive(ptx.SemRelease)
 	}
+	c.markAt(MarkSliceSynced)
 	// Meanwhile the head and the tail, one element per thread, loaded now
 	// and stored in awaitSlice.
 	tail0 := c.u32()

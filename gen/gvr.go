@@ -47,7 +47,7 @@ const (
 // no time) at byte offsets 0, 8, ..., 32, then u32 counters at these
 // offsets.
 const (
-	StatsBytes        = 144
+	StatsBytes        = 160
 	StatsPhase2Passes = 40 // counting passes in Phase 2
 	StatsRadixPasses  = 44 // radix select passes (Phase 4 or the exact path)
 	StatsCandidates   = 48 // candidates collected in Phase 3
@@ -60,16 +60,18 @@ const (
 // costs go: %clock64 of thread 0 at each point, 0 where a row does not
 // pass it. A mark after a load's first use says when the load arrived.
 const (
-	MarkP1Indices = iota // Phase 1: the predicted indices arrived (their values' loads issued)
-	MarkP1Values         // Phase 1: the predicted values arrived and were reduced (after the sample's estimate)
-	MarkP1Sample         // Phase 1: the sample's statistics and threshold estimate done
-	MarkP1Done           // Phase 1's guess ready (a cluster kernel then waits for its slice)
-	MarkP4Span           // Phase 4: the candidates' key span
-	MarkP4Pass           // Phase 4: its first radix pass
-	MarkP4Kth            // Phase 4: the K-th candidate found (ties resolved)
-	MarkP4Written        // Phase 4: the selection written
-	MarkLength           // the row's length arrived (before Phase 1: the kernel's first load)
-	MarkP1Start          // Phase 1 starts: a cluster kernel's slice copy issued and its cluster barrier passed
+	MarkP1Indices   = iota // Phase 1: the predicted indices arrived (their values' loads issued)
+	MarkP1Values           // Phase 1: the predicted values arrived and were reduced (after the sample's estimate)
+	MarkP1Sample           // Phase 1: the sample's statistics and threshold estimate done
+	MarkP1Done             // Phase 1's guess ready (a cluster kernel then waits for its slice)
+	MarkP4Span             // Phase 4: the candidates' key span
+	MarkP4Pass             // Phase 4: its first radix pass
+	MarkP4Kth              // Phase 4: the K-th candidate found (ties resolved)
+	MarkP4Written          // Phase 4: the selection written
+	MarkLength             // the row's length arrived (before Phase 1: the kernel's first load)
+	MarkP1Start            // Phase 1 starts: a cluster kernel's slice copy issued and its cluster barrier passed
+	MarkSliceIssued        // a cluster kernel's slice: thread 0 has initialised its mbarrier and issued the bulk copy
+	MarkSliceSynced        // a cluster kernel's slice: its set-up done, past the CTA barrier and the cluster arrival
 	NumMarks
 )
 
@@ -553,7 +555,9 @@ func (t *topk) body(phase1 func() guess) {
 		t.leaderOnly()
 		t.copyShortRow()
 	}, func() {
+		t.onMark = t.mark // startSlice's own points
 		t.startPart()
+		t.onMark = nil
 		t.mark(MarkP1Start)
 		g := phase1()
 		t.mark(MarkP1Done)

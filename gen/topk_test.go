@@ -1019,6 +1019,9 @@ func TestInstrumentMarks(t *testing.T) {
 			path := binary.LittleEndian.Uint32(s[gen.StatsPath:])
 			seq := []uint64{u64(0), mark(gen.MarkLength)}
 			if path != gen.PathCopy {
+				if name == "gvr_topk_cluster" {
+					seq = append(seq, mark(gen.MarkSliceIssued), mark(gen.MarkSliceSynced))
+				}
 				seq = append(seq, mark(gen.MarkP1Start))
 				if name != "topk_fallback" && cs[row].pred != nil {
 					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Sample), mark(gen.MarkP1Values))

@@ -277,12 +277,14 @@ func (s Stats) PhaseCycles() [4]uint64 {
 
 // Steps name the intervals the marks split Phases 1 and 4 into
 // (StepCycles).
-var Steps = [...]string{"length", "p1 start", "p1 indices", "p1 values", "p1 sample", "p1 slice wait", "p4 span", "p4 pass", "p4 k-th", "p4 write", "p4 finish"}
+var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 indices", "p1 values", "p1 sample", "p1 slice wait", "p4 span", "p4 pass", "p4 k-th", "p4 write", "p4 finish"}
 
 // StepCycles is the SM cycles of each of Steps, and whether the row passed
 // through it (both its ends marked): the row's length arriving (the
-// kernel's first load), what comes before Phase 1 (the short-row test, a
-// cluster kernel's slice copy issued and its cluster barrier), Phase 1's
+// kernel's first load), a cluster kernel's slice set-up (thread 0's
+// mbarrier initialisation and bulk copy issue; then the other mbarriers,
+// the CTA barrier and the cluster arrival), what is left before Phase 1
+// (the short-row test; a slice's end elements' loads issued), Phase 1's
 // predicted indices, their
 // values (what is left of their wait after the sample's estimate), the
 // sample's estimate, a cluster kernel's wait for its slice;
@@ -295,8 +297,13 @@ func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 	if p1 == 0 {
 		p1 = m[gen.MarkP1Start]
 	}
+	start := m[gen.MarkSliceSynced] // where the step before Phase 1 starts: past a cluster's slice set-up, if any
+	if start == 0 {
+		start = m[gen.MarkLength]
+	}
 	ends := [len(Steps)][2]uint64{
-		{s.Stamps[0], m[gen.MarkLength]}, {m[gen.MarkLength], m[gen.MarkP1Start]}, {m[gen.MarkP1Start], m[gen.MarkP1Indices]}, {m[gen.MarkP1Sample], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
+		{s.Stamps[0], m[gen.MarkLength]}, {m[gen.MarkLength], m[gen.MarkSliceIssued]}, {m[gen.MarkSliceIssued], m[gen.MarkSliceSynced]},
+		{start, m[gen.MarkP1Start]}, {m[gen.MarkP1Start], m[gen.MarkP1Indices]}, {m[gen.MarkP1Sample], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
 		{m[gen.MarkP1Done], s.Stamps[1]}, {s.Stamps[3], m[gen.MarkP4Span]}, {m[gen.MarkP4Span], m[gen.MarkP4Pass]},
 		{m[gen.MarkP4Pass], m[gen.MarkP4Kth]}, {m[gen.MarkP4Kth], m[gen.MarkP4Written]}, {m[gen.MarkP4Written], s.Stamps[4]},
 	}

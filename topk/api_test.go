@@ -67,14 +67,14 @@ func TestParseStats(t *testing.T) {
 	}
 	// Marks: Phase 1 of a row with a prediction, Phase 4 without its
 	// first pass mark (a step whose end is not marked does not count).
-	marks := []uint64{130, 350, 200, 380, 1700, 0, 2000, 2300, 110, 120}
+	marks := []uint64{130, 350, 200, 380, 1700, 0, 2000, 2300, 110, 120, 0, 0}
 	for j, v := range marks {
 		le.PutUint64(raw[StatsBytes+gen.StatsMarks+8*j:], v)
 	}
 	st, _ = ParseStats(raw)
 	c, ok := st[1].StepCycles()
-	wantC := [len(Steps)]uint64{10, 10, 10, 150, 70, 20, 100, 0, 0, 300, 200}
-	wantOK := [len(Steps)]bool{true, true, true, true, true, true, true, false, false, true, true}
+	wantC := [len(Steps)]uint64{10, 0, 0, 10, 10, 150, 70, 20, 100, 0, 0, 300, 200}
+	wantOK := [len(Steps)]bool{true, false, false, true, true, true, true, true, true, false, false, true, true}
 	if c != wantC || ok != wantOK {
 		t.Errorf("StepCycles = %v %v, want %v %v", c, ok, wantC, wantOK)
 	}
