@@ -71,6 +71,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// KernelConfig is the generator configuration a Selector of c builds its
+// kernels with for target t, c's defaults applied: one CTA per row
+// (ChoiceConfig makes it a cluster choice's).
+func (c Config) KernelConfig(t ptx.Target) gen.Config { return c.withDefaults().kernelConfig(t) }
+
 // kernelConfig is the generator configuration of c (with defaults) for
 // target t.
 func (c Config) kernelConfig(t ptx.Target) gen.Config {

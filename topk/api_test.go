@@ -85,3 +85,19 @@ func TestParseStats(t *testing.T) {
 		t.Error("Path.String")
 	}
 }
+
+// KernelConfig is the Selector's configuration with its defaults, the one
+// gvrbench times; a bad value is the generator's error.
+func TestKernelConfig(t *testing.T) {
+	got := Config{K: 16}.KernelConfig(ptx.SM90)
+	want := gen.Config{K: 16, MaxCandidates: 1024, BlockSize: 512, Bins: 2048, Target: ptx.SM90}
+	if got != want {
+		t.Errorf("Config{K: 16}.KernelConfig = %v, want %v", got, want)
+	}
+	if got := (Config{K: 2048, Bins: 1024, Scores: BFloat16}).KernelConfig(ptx.SM90); got.MaxCandidates != 6144 || got.Bins != 1024 || got.Scores != gen.BFloat16 {
+		t.Errorf("KernelConfig with Bins 1024, bfloat16: %v", got)
+	}
+	if err := (Config{K: 2048, Bins: 3}).KernelConfig(ptx.SM90).Validate(); err == nil {
+		t.Error("Bins 3: no error")
+	}
+}

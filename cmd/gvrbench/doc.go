@@ -56,6 +56,10 @@
 //	gvrbench -from new.json -compare base.json   an A/B: each median against the
 //	                                  other report's, with the change (scripts/gpu-ab.sh
 //	                                  runs both binaries alternating and prints it)
+//	gvrbench -bins 1024 -o b.json     every kernel with another configuration (also
+//	                                  -max-candidates, -block-size, -unroll: topk.Config's
+//	                                  knobs), to -compare with a default run: a sweep
+//	                                  needs no second binary
 //
 // Warm medians are slower than cold ones at small N (12.5 us cold, 15.3
 // warm at 8K on an H100), which is how they are taken rather than the

@@ -37,6 +37,7 @@ type options struct {
 	batches, ns    []int
 	kernels        []string
 	k, iters, warm int
+	tuning         topk.Config // -max-candidates, -block-size, -bins, -unroll: the kernels' configuration beside K
 	flushMB        int
 	seed           uint64
 	device         int
@@ -75,6 +76,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.replayN, "replay-n", 70690, "-replay, -ablation: the row's length at the first step (it grows by one a step)")
 	fs.BoolVar(&o.ablation, "ablation", false, "instead of the table, the paper's ablation: gvr_topk and the Selector's kernel with no prediction, a random one, the static prior and the previous step's at low and high alpha, on calibrated trajectories (-replay-n, -steps), beside the paper's figures")
 	fs.IntVar(&o.k, "k", 2048, "K")
+	fs.IntVar(&o.tuning.MaxCandidates, "max-candidates", 0, "every kernel's MaxCandidates, as topk.Config's (0: its default, max(3K, 1024))")
+	fs.IntVar(&o.tuning.BlockSize, "block-size", 0, "every kernel's threads per CTA, as topk.Config's (0: its default, 512)")
+	fs.IntVar(&o.tuning.Bins, "bins", 0, "every kernel's radix-select bins (Phase 4), as topk.Config's (0: its default, 2048)")
+	fs.IntVar(&o.tuning.Unroll, "unroll", 0, "every kernel's row-walk unrolling, as topk.Config's (0: the generator's default)")
 	fs.IntVar(&o.iters, "iters", 50, "timed launches per median")
 	fs.IntVar(&o.warm, "warmup", 5, "untimed launches before them")
 	fs.IntVar(&o.flushMB, "flush-mb", 256, "MB written before each cold launch to flush L2")
@@ -280,7 +285,10 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer b.flush.Free()
-	if b.rep.FirstUse, err = firstUse(dev, o.k); err != nil {
+	if err := o.selectorConfig().KernelConfig(info.Target).Validate(); err != nil {
+		return nil, fmt.Errorf("-k, -max-candidates, -block-size, -bins, -unroll: %w", err)
+	}
+	if b.rep.FirstUse, err = firstUse(dev, o.selectorConfig()); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "first use: %s\n", b.rep.FirstUse)
@@ -332,9 +340,11 @@ func bench(o options, progress io.Writer) (*Report, error) {
 // generates and JIT-loads the two kernels (before any other kernel of
 // this configuration is loaded in the process), then a first Select of
 // one row, to the GPU's end.
-func firstUse(dev *runtime.Device, k int) (string, error) {
+func firstUse(dev *runtime.Device, cfg topk.Config) (string, error) {
+	k := cfg.K
+	cfg.MaxRows, cfg.Device = 1, dev
 	t0 := time.Now()
-	sel, err := topk.NewSelector(topk.Config{K: k, MaxRows: 1, Device: dev})
+	sel, err := topk.NewSelector(cfg)
 	if err != nil {
 		return "", err
 	}
@@ -570,11 +580,15 @@ func (b *bencher) replays(progress io.Writer) (*Report, error) {
 
 // config is the benchmark's kernel configuration, the Selector's for K.
 func (b *bencher) config() gen.Config {
-	cfg := gen.DefaultConfig()
-	cfg.K = b.o.k
-	cfg.MaxCandidates = max(3*b.o.k, 1024)
-	cfg.Target = b.dev.Info().Target
-	return cfg
+	return b.o.selectorConfig().KernelConfig(b.dev.Info().Target)
+}
+
+// selectorConfig is the topk.Config of the kernels' configuration (-k,
+// -max-candidates, -block-size, -bins, -unroll), as a Selector takes it.
+func (o options) selectorConfig() topk.Config {
+	c := o.tuning
+	c.K = o.k
+	return c
 }
 
 // clusterConfig is the configuration of cluster kernel prefix for clusters

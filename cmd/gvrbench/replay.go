@@ -68,7 +68,9 @@ func profileByName(name string) (topk.Profile, error) {
 func (b *bencher) replay(src replaySource) (Replay, error) {
 	k := b.o.k
 	rep := Replay{Source: src.name, Steps: src.steps, Rows: src.rows, MinN: math.MaxInt}
-	sel, err := topk.NewSelector(topk.Config{K: k, MaxRows: src.rows, Instrument: true, Device: b.dev})
+	cfg := b.o.selectorConfig()
+	cfg.MaxRows, cfg.Instrument, cfg.Device = src.rows, true, b.dev
+	sel, err := topk.NewSelector(cfg)
 	if err != nil {
 		return rep, err
 	}
