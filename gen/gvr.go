@@ -428,6 +428,7 @@ func (t *topk) stamp(i int) {
 			t.stamps[j] = t.u64()
 		}
 	}
+	t.e.Comment("clock: stamp %d", i) // scripts/sass-steps.sh names the clock reads by these
 	t.e.Mov(t.stamps[i], ptx.Clock64)
 	for j := i + 1; j < len(t.stamps); j++ {
 		t.e.Mov(t.stamps[j], t.stamps[i])
@@ -437,8 +438,16 @@ func (t *topk) stamp(i int) {
 // mark records %clock64 as mark i (Instrument only).
 func (t *topk) mark(i int) {
 	if t.cfg.Instrument {
+		t.e.Comment("clock: %s", markNames[i])
 		t.e.Mov(t.marks[i], ptx.Clock64)
 	}
+}
+
+// markNames name the marks in the instrumented kernels' PTX comments.
+var markNames = [NumMarks]string{
+	MarkP1Indices: "p1 indices", MarkP1Values: "p1 values", MarkP1Sample: "p1 sample", MarkP1Done: "p1 done",
+	MarkP4Span: "p4 span", MarkP4Pass: "p4 pass", MarkP4Kth: "p4 k-th", MarkP4Written: "p4 written",
+	MarkLength: "length", MarkP1Start: "p1 start", MarkSliceIssued: "slice issued", MarkSliceSynced: "slice synced",
 }
 
 // writeStats stores the instrumentation record (thread 0, Instrument only).

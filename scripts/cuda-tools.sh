@@ -4,6 +4,8 @@
 #   ptxas    ensure $CACHE/bin/ptxas (CUDA 11.8) exists; print its path
 #   ptxas12  ensure $CACHE12/bin/ptxas (CUDA 12.4, for PTX 8.0: sm_90a, bulk
 #            copies, cluster qualifiers) exists; print its path
+#   cuobjdump12  ensure $CACHE12/bin/cuobjdump and nvdisasm (CUDA 12.4, the same
+#            package as ptxas12: SASS of what ptxas12 assembles) exist; print its path
 #   headers  ensure $CACHE/include/cuda.h and $CACHE/lib/stubs/libcuda.so; print $CACHE
 #   env      ensure headers; print CGO_CFLAGS=... and CGO_LDFLAGS=... lines for cgo
 #            builds against gorgonia.org/cu (which adds -lcuda itself)
@@ -128,6 +130,20 @@ ensure_ptxas() { install_ptxas "$CACHE" apt_nonfree nvidia-cuda-toolkit 'release
 
 ensure_ptxas12() { install_ptxas "$CACHE12" apt_trixie "$PTXAS12_DEB" 'release 12\.4, V12\.4\.131'; }
 
+ensure_cuobjdump12() {
+  local out=$CACHE12/bin/cuobjdump
+  [ -x "$out" ] && [ -x "$CACHE12/bin/nvdisasm" ] && return
+  # cuobjdump disassembles sm_90 through the nvdisasm beside it.
+  fetch "$CACHE12" apt_trixie "$PTXAS12_DEB" ./usr/bin/cuobjdump ./usr/bin/nvdisasm
+  local v
+  v=$("$STAGE/usr/bin/cuobjdump" --version) || die "extracted cuobjdump does not run"
+  grep -q 'release 12\.4' <<<"$v" || die "expected cuobjdump 12.4, got: $v"
+  mkdir -p "$CACHE12/bin"
+  mv "$STAGE/usr/bin/nvdisasm" "$CACHE12/bin/nvdisasm"
+  mv "$STAGE/usr/bin/cuobjdump" "$out"
+  log "installed $out and nvdisasm"
+}
+
 ensure_headers() {
   [ -f "$CACHE/include/cuda.h" ] && [ -f "$CACHE/lib/stubs/libcuda.so" ] && return
   # The stub's directory is the multiarch triplet (x86_64-linux-gnu on amd64).
@@ -148,11 +164,12 @@ ensure_headers() {
 case ${1:-} in
   ptxas) ensure_ptxas; echo "$CACHE/bin/ptxas" ;;
   ptxas12) ensure_ptxas12; echo "$CACHE12/bin/ptxas" ;;
+  cuobjdump12) ensure_cuobjdump12; echo "$CACHE12/bin/cuobjdump" ;;
   headers) ensure_headers; echo "$CACHE" ;;
   env)
     ensure_headers
     echo "CGO_CFLAGS=-I$CACHE/include"
     echo "CGO_LDFLAGS=-L$CACHE/lib/stubs"
     ;;
-  *) echo "usage: $0 ptxas|ptxas12|headers|env  (caches: $CACHE and $CACHE12, set GVR_CUDA_CACHE and GVR_CUDA12_CACHE to move them)" >&2; exit 2 ;;
+  *) echo "usage: $0 ptxas|ptxas12|cuobjdump12|headers|env  (caches: $CACHE and $CACHE12, set GVR_CUDA_CACHE and GVR_CUDA12_CACHE to move them)" >&2; exit 2 ;;
 esac
