@@ -729,6 +729,18 @@ func (e *Entry) CpAsyncBulk(dst, src Addr, size Operand, bar Addr) {
 	e.Emit("cp", []string{"async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes"}, dst, src, size, bar)
 }
 
+// StAsync emits st.async.shared::cluster.mbarrier::complete_tx::bytes (PTX
+// 8.1, sm_90): v (a Reg or a Vec of 2 or 4) of type t stored at addr, in
+// the shared memory of a CTA of the cluster (an address from Mapa), and
+// its bytes completed on the mbarrier at bar, in that same CTA, once they
+// land: the receiver waits on the mbarrier (which expects the bytes,
+// arrive.expect_tx) instead of a fence and an arrival from the sender.
+func (e *Entry) StAsync(t Type, addr Addr, v Operand, bar Addr) {
+	_, vec := memType(v)
+	mods := append(append([]string{"async", "shared::cluster", "mbarrier::complete_tx::bytes"}, vec...), t.Name())
+	e.Emit("st", mods, addr, v, bar)
+}
+
 // ElectSync emits elect.sync lane|p, mask (PTX 8.0, sm_90): p holds in one
 // lane of mask, the same lane for the same mask, and lane (a 32-bit
 // register, or Sink{} to drop it) gets that lane's id in every lane.

@@ -111,6 +111,10 @@ func TestClusterHelpers(t *testing.T) {
 	add("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[buf], [%rd0], 1024, [bar];")
 	e.CpAsyncBulk(ptx.At(rb, 16), ptx.At(g, 64), r, ptx.At(rb, 0))
 	add("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[%r1+16], [%rd0+64], %r0, [%r1];")
+	e.StAsync(ptx.B32, ptx.At(rb, 8), r, ptx.At(rb, 0))
+	add("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 \t[%r1+8], %r0, [%r1];")
+	e.StAsync(ptx.U32, ptx.At(rb, 16), ptx.Vec{r, r, r, r}, ptx.At(rb, 0))
+	add("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.u32 \t[%r1+16], {%r0, %r0, %r0, %r0}, [%r1];")
 	e.MbarrierTryWaitParity(ptx.SpaceShared, ptx.ScopeDefault, p, ptx.At(bar, 0), ptx.Imm(0))
 	add("mbarrier.try_wait.parity.shared.b64 \t%p0, [bar], 0;")
 	e.MbarrierTryWaitParity(ptx.SpaceSharedCTA, ptx.ScopeCluster, p, ptx.At(bar, 0), r)
@@ -244,6 +248,9 @@ func TestClusterVersions(t *testing.T) {
 			e.Emit("cp", []string{"async", "bulk", "shared::cta", "global", "mbarrier::complete_tx::bytes"},
 				ptx.At(buf, 0), ptx.At(g, 0), ptx.Imm(16), ptx.At(bar, 0))
 		}, "8.6"},
+		{"st.async raises to 8.1", ptx.SM90, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.StAsync(ptx.B32, ptx.At(r, 0), r, ptx.At(r, 8))
+		}, "8.1"},
 		{"elect.sync raises to 8.0", ptx.SM90, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.ElectSync(ptx.Sink{}, e.Pred(), ptx.Imm(-1))
 		}, "8.0"},
@@ -339,6 +346,9 @@ func TestClusterVerifyRejects(t *testing.T) {
 		{"fence.mbarrier_init on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.FenceMbarrierInit()
 		}, "`fence.mbarrier_init.release.cluster;`: needs thread-block clusters (sm_90+); target sm_80 lacks it", false},
+		{"st.async on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.StAsync(ptx.B32, ptx.At(r, 0), r, ptx.At(r, 8))
+		}, "`st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%r0], %r0, [%r0+8];`: needs .shared::cluster (sm_90+); target sm_80 lacks it", false},
 		{"cp.async.bulk on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(g, 0), ptx.Imm(16), ptx.At(bar, 0))
 		}, "`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd0], 16, [bar];`: needs cp.async.bulk (sm_90+); target sm_80 lacks it", false},
@@ -512,6 +522,9 @@ func TestClusterParseErrors(t *testing.T) {
 		{"elect.sync \t%r0|%p0, -1;", "elect.sync \t%r0, %p0, -1;", "elect writes its first two operands as d|p"},
 		{"elect.sync \t%r0|%p0, -1;", "add.u32 \t%r0|%p0, %r0;", "add does not take a pair d|p"},
 		{"elect.sync \t%r0|%p0, -1;", "add.u32 \t%r0, _, 1;", "the sink _ is not allowed here"},
+		{"elect.sync \t%r0|%p0, -1;", "st.async.shared::cluster.mbarrier::complete_tx::bytes.u16 \t[%r0], %r0, [%r0];", "st.async stores 32- or 64-bit values"},
+		{"elect.sync \t%r0|%p0, -1;", "st.async.shared::cta.mbarrier::complete_tx::bytes.b32 \t[%r0], %r0, [%r0];", "st.async needs the .shared::cluster space"},
+		{"elect.sync \t%r0|%p0, -1;", "ld.async.shared::cluster.b32 \t%r0, [%r0];", "ld has no .async form"},
 	} {
 		text := strings.Replace(good, tc.from, tc.to, 1)
 		if text == good {

@@ -188,6 +188,7 @@ var (
 	v71 = Version{7, 1}
 	v78 = Version{7, 8}
 	v80 = Version{8, 0}
+	v81 = Version{8, 1}
 	v86 = Version{8, 6}
 )
 
@@ -553,6 +554,11 @@ func spaceByName(name string) Space {
 // memSig: ld{.space}{.nc}{.vN}.T d, [a] and st{.space}{.vN}.T [a], b.
 func memSig(op string, m *mods) (Sig, error) {
 	var s Sig
+	if _, ok := m.take("async"); ok && op == "st" {
+		return stAsyncSig(m)
+	} else if ok {
+		return s, fmt.Errorf("ld has no .async form")
+	}
 	if sp, ok := m.take("global", "shared", "shared::cta", "shared::cluster", "param", "local", "const"); ok {
 		s.Space = spaceByName(sp)
 	}
@@ -573,6 +579,35 @@ func memSig(op string, m *mods) (Sig, error) {
 		s.Args = []ArgSpec{addrIn(SpaceNone), read(s.Type)}
 	}
 	return s, err
+}
+
+// stAsyncSig reads st.async, a store into another CTA's shared memory
+// that completes its bytes on an mbarrier of that CTA:
+//
+//	st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.T [a], b, [bar]
+//
+// (PTX 8.1, sm_90; T 32 or 64 bits wide, .v4 only for 32-bit T).
+func stAsyncSig(m *mods) (Sig, error) {
+	var s Sig
+	if _, ok := m.take("shared::cluster"); !ok {
+		return s, fmt.Errorf("st.async needs the .shared::cluster space")
+	}
+	if _, ok := m.take("mbarrier::complete_tx::bytes"); !ok {
+		return s, fmt.Errorf("st.async needs .mbarrier::complete_tx::bytes")
+	}
+	if v, ok := m.take("v2", "v4"); ok {
+		s.Vec = int(v[1] - '0')
+	}
+	var err error
+	if s.Type, err = m.typ(); err != nil {
+		return s, err
+	}
+	if b := s.Type.Bits(); b != 32 && b != 64 || s.Vec == 4 && b != 32 {
+		return s, fmt.Errorf("st.async stores 32- or 64-bit values (.v4 only 32-bit), not .%s", s.Type.Name())
+	}
+	s.Space, s.Feature, s.PTX = SpaceSharedCluster, FeatSharedCluster, v81
+	s.Args = []ArgSpec{addrIn(SpaceNone), read(s.Type), addrIn(SpaceSharedCluster)}
+	return s, nil
 }
 
 // sharedSpaceNeeds is what the sub-qualified shared spaces need: ::cta and

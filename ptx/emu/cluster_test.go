@@ -456,8 +456,13 @@ func TestClusterDeterministic(t *testing.T) {
 // t and stores it. mode "thread": the storing thread arrives; "cta": the
 // stores, a CTA barrier, then thread 0 arrives on every CTA's mbarrier (a
 // release is cumulative); "early": the arrive comes before the store (a
-// race).
+// race). "async": the stores are st.async, completing their bytes on the
+// destination's mbarrier, which expects one arrival (its own thread 0's
+// arrive.expect_tx of all the bytes, before or after they land) and no
+// fence or remote arrival; "async-nowait": so, but the readers do not wait
+// on the mbarrier (a race).
 func mbarrierExchangeKernel(t *testing.T, size int, mode string) *Program {
+	async := mode == "async" || mode == "async-nowait"
 	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
 		buf := m.Shared("buf", ptx.U32, 16, 4)
 		bar := m.Shared("bar", ptx.B64, 1, 8)
@@ -468,10 +473,19 @@ func mbarrierExchangeKernel(t *testing.T, size int, mode string) *Program {
 		e.Setp(zero, ptx.EQ, tid, ptx.Imm(0))
 		e.Setp(mine, ptx.LT, tid, ptx.Imm(size))
 		e.If(zero, func() {
-			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(size))
+			n := int64(size)
+			if async {
+				n = 1
+			}
+			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(n))
 			e.FenceMbarrierInit()
 		})
 		e.BarrierClusterSync()
+		if async {
+			e.If(zero, func() {
+				e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeCluster, e.Reg(ptx.B64), ptx.At(bar, 0), ptx.Imm(int64(4*size)))
+			})
+		}
 		arrive := func(to ptx.Operand) {
 			r := e.Reg(ptx.U32)
 			e.Mapa(ptx.SpaceSharedCluster, r, bar, to)
@@ -486,6 +500,12 @@ func mbarrierExchangeKernel(t *testing.T, size int, mode string) *Program {
 			e.Mad(a, rank, ptx.Imm(4), a)
 			e.Mapa(ptx.SpaceSharedCluster, a, a, tid)
 			e.Mad(v, rank, ptx.Imm(100), tid)
+			if async {
+				r := e.Reg(ptx.U32)
+				e.Mapa(ptx.SpaceSharedCluster, r, bar, tid)
+				e.StAsync(ptx.B32, ptx.At(a, 0), v, ptx.At(r, 0))
+				return
+			}
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(a, 0), v)
 			if mode == "thread" {
 				arrive(tid)
@@ -499,7 +519,9 @@ func mbarrierExchangeKernel(t *testing.T, size int, mode string) *Program {
 				}
 			})
 		}
-		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(bar, 0), ptx.Imm(0))
+		if mode != "async-nowait" {
+			e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(bar, 0), ptx.Imm(0))
+		}
 		e.If(mine, func() {
 			a, v, i := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
 			e.Mov(a, buf)
@@ -518,7 +540,7 @@ func mbarrierExchangeKernel(t *testing.T, size int, mode string) *Program {
 // CTA barrier); an arrive before the store is a race.
 func TestMbarrierOrdersRemoteStores(t *testing.T) {
 	for _, size := range []int{2, 4, 8} {
-		for _, mode := range []string{"thread", "cta"} {
+		for _, mode := range []string{"thread", "cta", "async"} {
 			p := mbarrierExchangeKernel(t, size, mode)
 			for _, seed := range seeds {
 				got, err := runOut(t, p, 2*size, 32, 2*size*size, seed, true)
@@ -544,6 +566,17 @@ func TestMbarrierOrdersRemoteStores(t *testing.T) {
 		}
 		if !raced {
 			t.Errorf("clusters of %d: an arrive before the store raced on no schedule", size)
+		}
+		p = mbarrierExchangeKernel(t, size, "async-nowait")
+		raced = false
+		for _, seed := range seeds {
+			if _, err := runOut(t, p, size, 32, size*size, seed, true); err != nil {
+				wantFault(t, err, FaultRace, "shared memory")
+				raced = true
+			}
+		}
+		if !raced {
+			t.Errorf("clusters of %d: reads of st.async's destination without a wait raced on no schedule", size)
 		}
 	}
 }

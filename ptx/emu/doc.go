@@ -190,7 +190,15 @@
 // flight when every thread has exited land too): only then are its bytes
 // in shared memory, read from global memory as they are then, and its
 // bytes completed on the mbarrier. A thread that reads the destination
-// before waiting sees stale data.
+// before waiting sees stale data. st.async.shared::cluster stores a
+// register's (or a vector's) bytes, taken at the issue, into the shared
+// memory of a CTA of the cluster the same way: aligned to its size, its
+// mbarrier in the destination's CTA, landing at a drawn point. Its
+// destination's transaction count may go below zero when bytes land before
+// the arrive.expect_tx that expects them, as on hardware. The race detector
+// checks an st.async at the issue against the destination's accesses not
+// ordered before the issuing thread, and once landed takes it as an
+// arrival of that thread in the phase it completed in.
 //
 // elect.sync is a collective of its member mask, like shfl: it elects the
 // lowest lane of the mask (all of whose lanes execute it together).

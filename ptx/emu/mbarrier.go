@@ -258,9 +258,9 @@ func (w *warp) mbarrierStuck(in *inst, m uint32) string {
 
 // ---- bulk copies ----
 
-// bulkCopy is a cp.async.bulk in flight: it lands (copies its bytes and
-// completes its transactions on its mbarrier) at a later point the
-// scheduler draws.
+// bulkCopy is a cp.async.bulk, or an st.async, in flight: it lands (copies
+// its bytes and completes its transactions on its mbarrier) at a later
+// point the scheduler draws.
 type bulkCopy struct {
 	id      int
 	w       *warp // the issuing thread: warp, lane, instruction
@@ -268,7 +268,9 @@ type bulkCopy struct {
 	in      *inst
 	dst     *cta
 	dstAddr uint64 // .shared address in dst
-	src     uint64
+	src     uint64 // global address of the bytes (cp.async.bulk)
+	data    []byte // or the bytes themselves, as stored (st.async)
+	barTime int64  // st.async, race detector: the issuing CTA's last barrier before the issue
 	size    int
 	bar     mbKey
 	issued  int64  // the cluster's clock at the issue
@@ -334,6 +336,92 @@ func (c *compiler) bulkCopy(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error)
 	}, nil
 }
 
+// what names cp's instruction for a fault.
+func (cp *bulkCopy) what() string {
+	if cp.data != nil {
+		return "st.async"
+	}
+	return "bulk copy"
+}
+
+// stAsync compiles
+// st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.T [a], b, [bar]:
+// each lane of m stores b (its registers' bytes as they are now) into the
+// shared memory of a CTA of the cluster, where it lands later, as a bulk
+// copy does, and completes its bytes on the mbarrier at bar, which must be
+// in the same CTA.
+func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
+	t := sig.Type
+	dst, err := c.addr(in.Args[0])
+	if err != nil {
+		return nil, err
+	}
+	var vals []src
+	if v, ok := in.Args[1].(ptx.Vec); ok {
+		for _, r := range v {
+			vals = append(vals, src{r: c.reg(r)})
+		}
+	} else {
+		s, err := c.src(in.Args[1], t)
+		if err != nil {
+			return nil, err
+		}
+		vals = []src{s}
+	}
+	bar, err := c.addr(in.Args[2])
+	if err != nil {
+		return nil, err
+	}
+	es := t.Bytes()
+	n := es * len(vals)
+	return func(w *warp, m uint32) *Fault {
+		cl := w.c.cl
+		for ; m != 0; m &= m - 1 {
+			l := bits.TrailingZeros32(m)
+			d := w.at(&dst, l)
+			if d%uint64(n) != 0 {
+				return w.addrFault(FaultAlign, ci, l, d, "an st.async of %d bytes must be aligned to %d", n, n)
+			}
+			tc, a, f := w.sharedTarget(ci, ptx.SpaceSharedCluster, l, d)
+			if f != nil {
+				return f
+			}
+			if a < sharedWindow || a+uint64(n) > sharedWindow+uint64(len(tc.smem)) {
+				return w.addrFault(FaultMemory, ci, l, d, "an st.async of %d bytes outside the %d bytes of shared memory of CTA rank %d", n, len(tc.smem), tc.rank)
+			}
+			bt, key, f := w.mbarAt(ci, ptx.SpaceSharedCluster, l, w.at(&bar, l))
+			if f != nil {
+				return f
+			}
+			if bt != tc {
+				return w.fault(FaultBarrier, ci, 1<<l, "the st.async's mbarrier is in CTA rank %d, its destination in CTA rank %d: they must be in the same CTA", bt.rank, tc.rank)
+			}
+			if r := tc.race; r != nil {
+				// What the destination's threads did there must be ordered
+				// before this store, as for a plain one.
+				off := int(a - sharedWindow)
+				for o := off &^ (raceGrain - 1); o < off+n; o += raceGrain {
+					if other, otherWrites, race := r.before(o, w, l); race {
+						return w.raceFault(ci, l, tc, d, true, false, other, otherWrites)
+					}
+				}
+			}
+			data := make([]byte, n)
+			for i, v := range vals {
+				store(data[i*es:(i+1)*es], w.v(v)[l])
+			}
+			cp := &bulkCopy{id: len(cl.copies), w: w, lane: l, in: ci, dst: tc, dstAddr: a, data: data, size: n, bar: key,
+				issued: cl.clock, due: cl.clock + 1 + cl.rng.Int64N(maxDelay)}
+			if w.c.race != nil {
+				cp.barTime = w.c.race.barTime
+			}
+			cl.copies = append(cl.copies, cp)
+			cl.pending = append(cl.pending, cp)
+		}
+		return nil
+	}, nil
+}
+
 // landDue lands the copies whose time has come.
 func (cl *cluster) landDue() *Fault {
 	for i := 0; i < len(cl.pending); {
@@ -357,7 +445,7 @@ func (cl *cluster) land(i int) *Fault {
 	w := cp.w
 	mb := cl.mbars[cp.bar]
 	if mb == nil {
-		return w.fault(FaultBarrier, cp.in, 1<<cp.lane, "the bulk copy issued here lands on the mbarrier of CTA rank %d at %#x, which is not initialised (or was invalidated)", cp.bar.rank, cp.bar.addr)
+		return w.fault(FaultBarrier, cp.in, 1<<cp.lane, "the %s issued here lands on the mbarrier of CTA rank %d at %#x, which is not initialised (or was invalidated)", cp.what(), cp.bar.rank, cp.bar.addr)
 	}
 	cp.phase = mb.phase
 	off := int(cp.dstAddr - sharedWindow)
@@ -365,13 +453,22 @@ func (cl *cluster) land(i int) *Fault {
 		for o := off &^ (raceGrain - 1); o < off+cp.size; o += raceGrain {
 			if other, race := r.landing(o, cp); race {
 				return w.addrFault(FaultRace, cp.in, cp.lane, cp.dstAddr+uint64(o-off),
-					"the bulk copy issued here (into CTA rank %d) lands in shared memory that %s after the copy was issued and before it completed, with no wait on the copy's mbarrier between them",
-					cp.dst.rank, cl.describe(other, false))
+					"the %s issued here (into CTA rank %d) lands in shared memory that %s after it was issued and before it completed, with no wait on its mbarrier between them",
+					cp.what(), cp.dst.rank, cl.describe(other, false))
 			}
 		}
 	}
-	src, _ := cl.ls.mem.bytes(cp.src, cp.size) // checked at the issue; allocations are never freed
+	src := cp.data
+	if src == nil {
+		src, _ = cl.ls.mem.bytes(cp.src, cp.size) // checked at the issue; allocations are never freed
+	}
 	copy(cp.dst.smem[off:off+cp.size], src)
+	if cp.data != nil && cp.w.c.race != nil {
+		// A landed st.async releases what its thread did before it (and
+		// what its CTA did before the barrier preceding it) to whoever
+		// sees this phase complete, as an arrival of that thread would.
+		cl.arrivals = append(cl.arrivals, arrival{key: cp.bar, phase: cp.phase, thread: w.threadID(cp.lane), time: cp.issued, barTime: cp.barTime})
+	}
 	mb.tx -= cp.size
 	mb.complete()
 	return nil

@@ -241,6 +241,10 @@ func ldGlobal32(ci *inst, a addrOp, dst []int32) execFn {
 }
 
 func (c *compiler) st(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
+	if has(in, "async") {
+		c.k.async = true
+		return c.stAsync(ci, in, sig)
+	}
 	t := sig.Type
 	a, err := c.addr(in.Args[0])
 	if err != nil {

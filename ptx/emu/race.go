@@ -144,6 +144,23 @@ func (r *raceState) check(off int, w *warp, l int, pc int32, write, atomic bool)
 	return access{}, false, false
 }
 
+// before returns an access to the grain at off (in the current epoch)
+// by another thread that is not ordered before lane l of w, and whether
+// it wrote: what an st.async that w issues there would race with.
+func (r *raceState) before(off int, w *warp, l int) (access, bool, bool) {
+	s := &r.grains[off/raceGrain]
+	if s.epoch != r.epoch {
+		return access{}, false, false
+	}
+	t := w.threadID(l)
+	for i, a := range []access{s.writer, s.r1, s.r2} {
+		if a.thread != 0 && a.thread != t && !w.ordered(a, l) {
+			return a, i == 0, true
+		}
+	}
+	return access{}, false, false
+}
+
 // landing records bulk copy cp's write of the grain at off, and returns an
 // access that conflicts with it: one made after the copy was issued (the
 // accesses before it are taken as ordered: a thread hands the buffer over
@@ -190,8 +207,8 @@ func (cl *cluster) describe(a access, writes bool) string {
 	if a.thread < 0 {
 		cp := cl.copies[-a.thread-1]
 		t := cp.w.tid(cp.lane)
-		return fmt.Sprintf("the bulk copy issued by thread (%d,%d,%d) of CTA rank %d at line %d `%s` wrote (the reader did not wait on its mbarrier phase %d)",
-			t[0], t[1], t[2], cp.w.c.rank, cp.in.line, cp.in.text, cp.phase)
+		return fmt.Sprintf("the %s issued by thread (%d,%d,%d) of CTA rank %d at line %d `%s` wrote (the reader did not wait on its mbarrier phase %d)",
+			cp.what(), t[0], t[1], t[2], cp.w.c.rank, cp.in.line, cp.in.text, cp.phase)
 	}
 	per := 32 * len(cl.ctas[0].warps)
 	c := cl.ctas[int(a.thread-1)/per]
