@@ -556,27 +556,21 @@ func TestMbarrierOrdersRemoteStores(t *testing.T) {
 				}
 			}
 		}
-		p := mbarrierExchangeKernel(t, size, "early")
-		var raced bool
-		for _, seed := range seeds {
-			if _, err := runOut(t, p, size, 32, size*size, seed, true); err != nil {
-				wantFault(t, err, FaultRace, "with no barrier between them")
-				raced = true
+		for _, bad := range []struct{ mode, want, what string }{
+			{"early", "with no barrier between them", "an arrive before the store"},
+			{"async-nowait", "shared memory", "reads of st.async's destination without a wait"},
+		} {
+			p := mbarrierExchangeKernel(t, size, bad.mode)
+			var raced bool
+			for _, seed := range seeds {
+				if _, err := runOut(t, p, size, 32, size*size, seed, true); err != nil {
+					wantFault(t, err, FaultRace, bad.want)
+					raced = true
+				}
 			}
-		}
-		if !raced {
-			t.Errorf("clusters of %d: an arrive before the store raced on no schedule", size)
-		}
-		p = mbarrierExchangeKernel(t, size, "async-nowait")
-		raced = false
-		for _, seed := range seeds {
-			if _, err := runOut(t, p, size, 32, size*size, seed, true); err != nil {
-				wantFault(t, err, FaultRace, "shared memory")
-				raced = true
+			if !raced {
+				t.Errorf("clusters of %d: %s raced on no schedule", size, bad.what)
 			}
-		}
-		if !raced {
-			t.Errorf("clusters of %d: reads of st.async's destination without a wait raced on no schedule", size)
 		}
 	}
 }
