@@ -352,21 +352,9 @@ func (cp *bulkCopy) what() string {
 // in the same CTA.
 func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 	t := sig.Type
-	dst, err := c.addr(in.Args[0])
+	dst, vals, err := c.storeArgs(in, t)
 	if err != nil {
 		return nil, err
-	}
-	var vals []src
-	if v, ok := in.Args[1].(ptx.Vec); ok {
-		for _, r := range v {
-			vals = append(vals, src{r: c.reg(r)})
-		}
-	} else {
-		s, err := c.src(in.Args[1], t)
-		if err != nil {
-			return nil, err
-		}
-		vals = []src{s}
 	}
 	bar, err := c.addr(in.Args[2])
 	if err != nil {

@@ -246,21 +246,9 @@ func (c *compiler) st(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 		return c.stAsync(ci, in, sig)
 	}
 	t := sig.Type
-	a, err := c.addr(in.Args[0])
+	a, vals, err := c.storeArgs(in, t)
 	if err != nil {
 		return nil, err
-	}
-	var vals []src
-	if v, ok := in.Args[1].(ptx.Vec); ok {
-		for _, r := range v {
-			vals = append(vals, src{r: c.reg(r)})
-		}
-	} else {
-		s, err := c.src(in.Args[1], t)
-		if err != nil {
-			return nil, err
-		}
-		vals = []src{s}
 	}
 	es := t.Bytes()
 	n := es * len(vals)
@@ -281,6 +269,24 @@ func (c *compiler) st(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 		}
 		return nil
 	}, nil
+}
+
+// storeArgs compiles a store's address and values (a Reg, an immediate or
+// a Vec of type t): st's and st.async's first two operands.
+func (c *compiler) storeArgs(in *ptx.Inst, t ptx.Type) (addrOp, []src, error) {
+	a, err := c.addr(in.Args[0])
+	if err != nil {
+		return a, nil, err
+	}
+	if v, ok := in.Args[1].(ptx.Vec); ok {
+		vals := make([]src, len(v))
+		for i, r := range v {
+			vals[i] = src{r: c.reg(r)}
+		}
+		return a, vals, nil
+	}
+	s, err := c.src(in.Args[1], t)
+	return a, []src{s}, err
 }
 
 // atom compiles atom and red. Lanes apply their updates one after another
