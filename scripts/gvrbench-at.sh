@@ -16,5 +16,7 @@ wt=$(mktemp -d)
 trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"' EXIT
 git worktree add -q --detach "$wt" "$ref"
 mkdir -p gpubin
-(cd "$wt" && env $env CGO_ENABLED=1 go build -tags cuda -o "$out" ./cmd/gvrbench)
+# Stripped (-s -w: panics still name functions): several of these travel
+# to the GPU machine at once, within its 64 MiB (xz them: ~3.7 MB each).
+(cd "$wt" && env $env CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o "$out" ./cmd/gvrbench)
 echo "$out ($(git rev-parse --short "$ref"))"
