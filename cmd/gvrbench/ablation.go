@@ -91,8 +91,7 @@ func (b *bencher) ablation() error {
 				name = map[string]string{"gvr_topk": "topk_fallback", "gvr_topk_cluster": "topk_fallback_cluster"}[kern.name]
 			}
 			a := Ablation{Prediction: m.name, Profile: m.profile, PaperUS: m.paperUS, Kernel: name, Cluster: kern.cluster}
-			cfg := b.config()
-			cfg.Cluster = kern.cluster
+			cfg := topk.ChoiceConfig(b.config(), kern.cluster) // the Selector's
 			kk, err := b.clusterKernel(name, cfg)
 			if err != nil {
 				return err
