@@ -286,16 +286,15 @@ var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 i
 
 // StepCycles is the SM cycles of each of Steps, and whether the row passed
 // through it (both its ends marked): the row's length arriving (the
-// kernel's first load), a cluster kernel's slice set-up (thread 0's
-// mbarrier initialisation and bulk copy issue; then the other mbarriers,
-// the CTA barrier and the cluster arrival), what is left before Phase 1
-// (the short-row test; a slice's end elements' loads issued), Phase 1's
-// predicted indices, their
-// values (what is left of their wait after the sample's estimate), the
-// sample's estimate, a cluster kernel's wait for its slice;
-// Phase 4's key span, first radix pass, the rest of finding the K-th
-// candidate, writing the selection, and what follows (sorting, page-table
-// output, counts).
+// kernel's first load); a cluster kernel's slice set-up (thread 0's
+// mbarrier initialisation and bulk copy issue, then the other mbarriers,
+// the CTA barrier and the cluster arrival); what is left before Phase 1
+// (the short-row test, a slice's end elements' loads issued); Phase 1's
+// predicted indices, their values (what is left of their wait after the
+// sample's estimate), the sample's estimate, a cluster kernel's wait for
+// its slice; Phase 4's key span, first radix pass, the rest of finding the
+// K-th candidate, writing the selection, and what follows (sorting,
+// page-table output, counts).
 func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 	m := s.Marks
 	p1 := m[gen.MarkP1Indices] // where the sample's step starts: once the prediction's values are on their way, if any

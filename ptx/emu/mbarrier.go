@@ -310,27 +310,14 @@ func (c *compiler) bulkCopy(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error)
 			if d%16 != 0 || s%16 != 0 {
 				return w.fault(FaultAlign, ci, 1<<l, "a bulk copy from %#x to %#x: both must be aligned to 16 bytes", s, d)
 			}
-			t, a, f := w.sharedTarget(ci, sp, l, d)
+			t, a, key, f := w.asyncDest(ci, sp, l, d, n, w.at(&bar, l), "a bulk copy")
 			if f != nil {
 				return f
-			}
-			if a < sharedWindow || a+uint64(n) > sharedWindow+uint64(len(t.smem)) {
-				return w.addrFault(FaultMemory, ci, l, d, "a bulk copy of %d bytes outside the %d bytes of shared memory of CTA rank %d", n, len(t.smem), t.rank)
 			}
 			if cl.ls.mem.find(s, n) == nil {
 				return w.addrFault(FaultMemory, ci, l, s, "a bulk copy of %d bytes from outside every allocation%s", n, cl.ls.mem.near(s))
 			}
-			bt, key, f := w.mbarAt(ci, sp, l, w.at(&bar, l))
-			if f != nil {
-				return f
-			}
-			if bt != t {
-				return w.fault(FaultBarrier, ci, 1<<l, "the bulk copy's mbarrier is in CTA rank %d, its destination in CTA rank %d: they must be in the same CTA", bt.rank, t.rank)
-			}
-			cp := &bulkCopy{id: len(cl.copies), w: w, lane: l, in: ci, dst: t, dstAddr: a, src: s, size: n, bar: key,
-				issued: cl.clock, due: cl.clock + 1 + cl.rng.Int64N(maxDelay)}
-			cl.copies = append(cl.copies, cp)
-			cl.pending = append(cl.pending, cp)
+			cl.issue(&bulkCopy{w: w, lane: l, in: ci, dst: t, dstAddr: a, src: s, size: n, bar: key})
 		}
 		return nil
 	}, nil
@@ -370,19 +357,9 @@ func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) 
 			if d%uint64(n) != 0 {
 				return w.addrFault(FaultAlign, ci, l, d, "an st.async of %d bytes must be aligned to %d", n, n)
 			}
-			tc, a, f := w.sharedTarget(ci, ptx.SpaceSharedCluster, l, d)
+			tc, a, key, f := w.asyncDest(ci, ptx.SpaceSharedCluster, l, d, n, w.at(&bar, l), "an st.async")
 			if f != nil {
 				return f
-			}
-			if a < sharedWindow || a+uint64(n) > sharedWindow+uint64(len(tc.smem)) {
-				return w.addrFault(FaultMemory, ci, l, d, "an st.async of %d bytes outside the %d bytes of shared memory of CTA rank %d", n, len(tc.smem), tc.rank)
-			}
-			bt, key, f := w.mbarAt(ci, ptx.SpaceSharedCluster, l, w.at(&bar, l))
-			if f != nil {
-				return f
-			}
-			if bt != tc {
-				return w.fault(FaultBarrier, ci, 1<<l, "the st.async's mbarrier is in CTA rank %d, its destination in CTA rank %d: they must be in the same CTA", bt.rank, tc.rank)
 			}
 			if r := tc.race; r != nil {
 				// What the destination's threads did there must be ordered
@@ -398,16 +375,43 @@ func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) 
 			for i, v := range vals {
 				store(data[i*es:(i+1)*es], w.v(v)[l])
 			}
-			cp := &bulkCopy{id: len(cl.copies), w: w, lane: l, in: ci, dst: tc, dstAddr: a, data: data, size: n, bar: key,
-				issued: cl.clock, due: cl.clock + 1 + cl.rng.Int64N(maxDelay)}
+			cp := &bulkCopy{w: w, lane: l, in: ci, dst: tc, dstAddr: a, data: data, size: n, bar: key}
 			if w.c.race != nil {
 				cp.barTime = w.c.race.barTime
 			}
-			cl.copies = append(cl.copies, cp)
-			cl.pending = append(cl.pending, cp)
+			cl.issue(cp)
 		}
 		return nil
 	}, nil
+}
+
+// asyncDest resolves the destination of an asynchronous copy (what: "a
+// bulk copy", "an st.async") by lane l: n bytes at d in space sp, inside a
+// CTA's shared memory, and its mbarrier at bar, which must be in that CTA.
+func (w *warp) asyncDest(in *inst, sp ptx.Space, l int, d uint64, n int, bar uint64, what string) (*cta, uint64, mbKey, *Fault) {
+	t, a, f := w.sharedTarget(in, sp, l, d)
+	if f != nil {
+		return nil, 0, mbKey{}, f
+	}
+	if a < sharedWindow || a+uint64(n) > sharedWindow+uint64(len(t.smem)) {
+		return nil, 0, mbKey{}, w.addrFault(FaultMemory, in, l, d, "%s of %d bytes outside the %d bytes of shared memory of CTA rank %d", what, n, len(t.smem), t.rank)
+	}
+	bt, key, f := w.mbarAt(in, sp, l, bar)
+	if f != nil {
+		return nil, 0, mbKey{}, f
+	}
+	if bt != t {
+		return nil, 0, mbKey{}, w.fault(FaultBarrier, in, 1<<l, "the mbarrier of %s is in CTA rank %d, its destination in CTA rank %d: they must be in the same CTA", what, bt.rank, t.rank)
+	}
+	return t, a, key, nil
+}
+
+// issue puts cp in flight: it lands at a point drawn from the seed, up to
+// maxDelay of the cluster's steps from now.
+func (cl *cluster) issue(cp *bulkCopy) {
+	cp.id, cp.issued, cp.due = len(cl.copies), cl.clock, cl.clock+1+cl.rng.Int64N(maxDelay)
+	cl.copies = append(cl.copies, cp)
+	cl.pending = append(cl.pending, cp)
 }
 
 // landDue lands the copies whose time has come.
