@@ -121,15 +121,16 @@ type endCopy struct {
 // kernel puts its own shared setup there, such as clearing what other
 // CTAs will add into).
 func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
-	s := c.startSlice(sh, clusterSize, row, rowLen, before)
+	s := c.startSlice(sh, clusterSize, row, rowLen, nil, before)
 	c.awaitSlice(sh, s)
 	return s
 }
 
 // startSlice is loadSlice up to the wait for the bulk copy: work that
 // needs no slice (reads of global memory, say) can go between it and
-// awaitSlice, while the copy is in flight.
-func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
+// awaitSlice, while the copy is in flight. inits, if not nil, initialises
+// the kernel's other mbarriers (thread 0, beside the slice's).
+func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, inits func(), before func(s slice)) slice {
 	e := c.e
 	s := slice{rank: c.u32(), row: c.u32()}
 	e.Mov(s.rank, ptx.ClusterCtaRank)
@@ -180,10 +181,14 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	// Thread 0 initialises the mbarrier and starts the copy at once: the
 	// copy is its own CTA's, on its own mbarrier, so the init needs only
 	// its fence, not a cluster barrier first (which would cost the copy a
-	// cluster round trip).
+	// cluster round trip). The kernel's other mbarriers (inits) are
+	// initialised with it, under the same fence.
 	bar := ptx.At(c.smem.base, int64(sh.bar.off))
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		e.MbarrierInit(ptx.SpaceShared, bar, ptx.Imm(1))
+		if inits != nil {
+			inits()
+		}
 		e.FenceMbarrierInit()
 		state := c.u64()
 		e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, state, bar, vecBytes)
@@ -515,30 +520,27 @@ func (t *topk) newClusterPart(cfg Config) *clusterPart {
 
 // startPart starts bringing a cluster kernel's slice of the row into
 // shared memory (nothing for one CTA per row). With MbarrierRounds, thread
-// 0 initialises the rounds' mbarriers first: the cluster barrier of the
-// slice makes them the other CTAs' to arrive on.
+// 0 initialises the rounds' mbarriers with the slice's, under its one
+// fence: the cluster barrier of the slice makes them the other CTAs' to
+// arrive on.
 func (t *topk) startPart() {
 	p := t.part
 	if p == nil {
 		return
 	}
-	var before func(slice)
+	var inits func()
 	if p.mbar() {
-		before = func(slice) {
-			e := t.e
-			e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
-				for i := range 3 {
-					n := p.size // a round: one arrival per CTA
-					if i == 2 {
-						n = max(p.size-1, 1) // the hand-over: every CTA but the leader
-					}
-					e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(int64(n)))
+		inits = func() {
+			for i := range 3 {
+				n := p.size // a round: one arrival per CTA
+				if i == 2 {
+					n = max(p.size-1, 1) // the hand-over: every CTA but the leader
 				}
-				e.FenceMbarrierInit()
-			})
+				t.e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(int64(n)))
+			}
 		}
 	}
-	p.s = t.startSlice(p.sh, p.size, t.row, t.n, before)
+	p.s = t.startSlice(p.sh, p.size, t.row, t.n, inits, nil)
 }
 
 // mbar reports whether the rounds signal with mbarriers (MbarrierRounds).
