@@ -211,7 +211,14 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	// is touched only past that wait. A cluster of one has no other CTA.
 	c.sync()
 	if c.cluster > 1 {
-		e.BarrierClusterArrive(ptx.SemRelease)
+		// A release arrival is a MEMBAR.ALL.GPU first (scripts/sass-steps.sh).
+		// The mbarriers' inits are published by their fence.mbarrier_init,
+		// made for a relaxed arrival; only what before writes needs release.
+		sem := ptx.SemRelaxed
+		if before != nil {
+			sem = ptx.SemRelease
+		}
+		e.BarrierClusterArrive(sem)
 	}
 	c.markAt(MarkSliceSynced)
 	// Meanwhile the head and the tail, one element per thread, loaded now
