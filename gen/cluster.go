@@ -527,12 +527,11 @@ func (t *topk) startPart() {
 		before = func(slice) {
 			e := t.e
 			e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+				// One arrival each, the CTA's own, expecting the bytes the
+				// others' st.async bring: a round's C rows of values, the
+				// hand-over's candidates (in the leader).
 				for i := range 3 {
-					n := 1 // a round: the CTA's own arrival, expecting the C CTAs' bytes
-					if i == 2 {
-						n = max(p.size-1, 1) // the hand-over: every CTA but the leader
-					}
-					e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(int64(n)))
+					e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(1))
 				}
 				e.FenceMbarrierInit()
 			})
