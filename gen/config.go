@@ -51,9 +51,9 @@ type Config struct {
 	// counts across the cluster through mbarriers, every CTA waiting on its
 	// own, instead of a barrier.cluster of the whole cluster: the counts
 	// go out as st.async stores that complete their bytes on the
-	// receiver's mbarrier. The candidates reach the leader through a
-	// remote mbarrier arrival, and the other CTAs end without waiting for
-	// it. The selector's choice (topk.ChoiceConfig; perf notes 29, 36, 42).
+	// receiver's mbarrier, and the candidates reach the leader the same
+	// way, the other CTAs ending without waiting for it. The Selector's
+	// cluster kernels use it (topk.ChoiceConfig; perf notes 29, 36, 42).
 	MbarrierRounds bool
 }
 
