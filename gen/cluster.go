@@ -538,12 +538,11 @@ func (t *topk) startPart() {
 	var inits func()
 	if p.mbar() {
 		inits = func() {
+			// One arrival each, the CTA's own, expecting the bytes the
+			// others' st.async bring: a round's C rows of values, the
+			// hand-over's candidates (in the leader).
 			for i := range 3 {
-				n := p.size // a round: one arrival per CTA
-				if i == 2 {
-					n = max(p.size-1, 1) // the hand-over: every CTA but the leader
-				}
-				t.e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(int64(n)))
+				t.e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(1))
 			}
 		}
 	}
@@ -593,17 +592,27 @@ func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
 		e.Mad(row, p.s.rank, ptx.Imm(4*exchangeVals), p.cur)
 		remote := c.u32()
 		e.Mapa(ptx.SpaceSharedCluster, remote, row, c.tid)
+		if p.mbar() {
+			// Each value completes its bytes on CTA tid's mbarrier as it
+			// lands there: no fence and no arrival of ours (a release
+			// arrival is a MEMBAR.ALL.GPU: perf notes 41).
+			bar := c.u32()
+			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, c.tid)
+			for i, v := range vals {
+				e.StAsync(ptx.U32, ptx.At(remote, int64(4*i)), v, ptx.At(bar, 0))
+			}
+			return
+		}
 		for i, v := range vals {
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(remote, int64(4*i)), v)
 		}
-		if p.mbar() {
-			// Released to CTA tid: its wait below sees the stores.
-			bar := c.u32()
-			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, c.tid)
-			e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(bar, 0))
-		}
 	})
 	if p.mbar() {
+		// This CTA's one arrival a round expects every CTA's values' bytes,
+		// before or after they land.
+		e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(p.curBar, 0), ptx.Imm(int64(4*len(vals)*p.size)))
+		})
 		// Every CTA's values are here once this buffer's mbarrier completes
 		// its phase of this round. A CTA writes a buffer again two rounds
 		// on, past the round between, whose arrivals each CTA makes only
