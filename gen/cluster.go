@@ -121,15 +121,16 @@ type endCopy struct {
 // kernel puts its own shared setup there, such as clearing what other
 // CTAs will add into).
 func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
-	s := c.startSlice(sh, clusterSize, row, rowLen, before)
+	s := c.startSlice(sh, clusterSize, row, rowLen, nil, before)
 	c.awaitSlice(sh, s)
 	return s
 }
 
 // startSlice is loadSlice up to the wait for the bulk copy: work that
 // needs no slice (reads of global memory, say) can go between it and
-// awaitSlice, while the copy is in flight.
-func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
+// awaitSlice, while the copy is in flight. inits, if not nil, initialises
+// the kernel's other mbarriers (thread 0, beside the slice's).
+func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, inits func(), before func(s slice)) slice {
 	e := c.e
 	s := slice{rank: c.u32(), row: c.u32()}
 	e.Mov(s.rank, ptx.ClusterCtaRank)
@@ -180,10 +181,14 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	// Thread 0 initialises the mbarrier and starts the copy at once: the
 	// copy is its own CTA's, on its own mbarrier, so the init needs only
 	// its fence, not a cluster barrier first (which would cost the copy a
-	// cluster round trip).
+	// cluster round trip). The kernel's other mbarriers (inits) are
+	// initialised with it, under the same fence.
 	bar := ptx.At(c.smem.base, int64(sh.bar.off))
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		e.MbarrierInit(ptx.SpaceShared, bar, ptx.Imm(1))
+		if inits != nil {
+			inits()
+		}
 		e.FenceMbarrierInit()
 		state := c.u64()
 		e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, state, bar, vecBytes)
@@ -206,7 +211,14 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	// is touched only past that wait. A cluster of one has no other CTA.
 	c.sync()
 	if c.cluster > 1 {
-		e.BarrierClusterArrive(ptx.SemRelease)
+		// A release arrival is a MEMBAR.ALL.GPU first (scripts/sass-steps.sh).
+		// The mbarriers' inits are published by their fence.mbarrier_init,
+		// made for a relaxed arrival; only what before writes needs release.
+		sem := ptx.SemRelaxed
+		if before != nil {
+			sem = ptx.SemRelease
+		}
+		e.BarrierClusterArrive(sem)
 	}
 	c.markAt(MarkSliceSynced)
 	// Meanwhile the head and the tail, one element per thread, loaded now
@@ -515,30 +527,26 @@ func (t *topk) newClusterPart(cfg Config) *clusterPart {
 
 // startPart starts bringing a cluster kernel's slice of the row into
 // shared memory (nothing for one CTA per row). With MbarrierRounds, thread
-// 0 initialises the rounds' mbarriers first: the cluster barrier of the
-// slice makes them the other CTAs' to arrive on.
+// 0 initialises the rounds' mbarriers with the slice's, under its one
+// fence: the cluster barrier of the slice makes them the other CTAs' to
+// arrive on.
 func (t *topk) startPart() {
 	p := t.part
 	if p == nil {
 		return
 	}
-	var before func(slice)
+	var inits func()
 	if p.mbar() {
-		before = func(slice) {
-			e := t.e
-			e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
-				for i := range 3 {
-					n := p.size // a round: one arrival per CTA
-					if i == 2 {
-						n = max(p.size-1, 1) // the hand-over: every CTA but the leader
-					}
-					e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(int64(n)))
-				}
-				e.FenceMbarrierInit()
-			})
+		inits = func() {
+			// One arrival each, the CTA's own, expecting the bytes the
+			// others' st.async bring: a round's C rows of values, the
+			// hand-over's candidates (in the leader).
+			for i := range 3 {
+				t.e.MbarrierInit(ptx.SpaceShared, ptx.At(t.smem.base, int64(p.ctl.bars.off+8*i)), ptx.Imm(1))
+			}
 		}
 	}
-	p.s = t.startSlice(p.sh, p.size, t.row, t.n, before)
+	p.s = t.startSlice(p.sh, p.size, t.row, t.n, inits, nil)
 }
 
 // mbar reports whether the rounds signal with mbarriers (MbarrierRounds).
@@ -584,17 +592,27 @@ func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
 		e.Mad(row, p.s.rank, ptx.Imm(4*exchangeVals), p.cur)
 		remote := c.u32()
 		e.Mapa(ptx.SpaceSharedCluster, remote, row, c.tid)
+		if p.mbar() {
+			// Each value completes its bytes on CTA tid's mbarrier as it
+			// lands there: no fence and no arrival of ours (a release
+			// arrival is a MEMBAR.ALL.GPU: perf notes 41).
+			bar := c.u32()
+			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, c.tid)
+			for i, v := range vals {
+				e.StAsync(ptx.U32, ptx.At(remote, int64(4*i)), v, ptx.At(bar, 0))
+			}
+			return
+		}
 		for i, v := range vals {
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(remote, int64(4*i)), v)
 		}
-		if p.mbar() {
-			// Released to CTA tid: its wait below sees the stores.
-			bar := c.u32()
-			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, c.tid)
-			e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(bar, 0))
-		}
 	})
 	if p.mbar() {
+		// This CTA's one arrival a round expects every CTA's values' bytes,
+		// before or after they land.
+		e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(p.curBar, 0), ptx.Imm(int64(4*len(vals)*p.size)))
+		})
 		// Every CTA's values are here once this buffer's mbarrier completes
 		// its phase of this round. A CTA writes a buffer again two rounds
 		// on, past the round between, whose arrivals each CTA makes only

@@ -219,7 +219,8 @@ func TestClusterTopKSameSearch(t *testing.T) {
 }
 
 // TestClusterTopKMbarrierRounds: with MbarrierRounds the cluster kernels
-// combine each round and hand the candidates over through remote mbarrier
+// combine each round through st.async stores completing on the receivers'
+// mbarriers and hand the candidates over through remote mbarrier
 // arrivals: exact on the suite under the race checker, on three
 // schedules, the same output as with barrier.cluster, and only the slice's
 // cluster barrier left in the code.

@@ -47,13 +47,13 @@ type Config struct {
 	// values written are those of the 16-bit numbers; a 16-bit row is half
 	// the bytes to read (and a cluster holds rows twice as long).
 	Scores ScoreType
-	// MbarrierRounds makes the cluster Top-K kernels signal each round
-	// that combines counts across the cluster with remote mbarrier
-	// arrivals, every CTA waiting on its own mbarrier, instead of a
-	// barrier.cluster of the whole cluster; the candidates reach the
-	// leader the same way, and the other CTAs end without waiting for it.
-	// Off by default here; the Selector's cluster kernels use it
-	// (topk.ChoiceConfig; measured faster: perf notes 29, 36).
+	// MbarrierRounds makes the cluster Top-K kernels combine each round's
+	// counts across the cluster through mbarriers, every CTA waiting on its
+	// own, instead of a barrier.cluster of the whole cluster: the counts
+	// go out as st.async stores that complete their bytes on the
+	// receiver's mbarrier, and the candidates reach the leader the same
+	// way, the other CTAs ending without waiting for it. The Selector's
+	// cluster kernels use it (topk.ChoiceConfig; perf notes 29, 36, 42).
 	MbarrierRounds bool
 }
 

@@ -1156,8 +1156,21 @@ func (t *topk) phase3Collect(v verdict) {
 		return
 	}
 	// The leader's own are in place (v.below is 0 there); the others' go
-	// to [below, below+ours) of the leader's buffer.
+	// to [below, below+ours) of the leader's buffer: with mbarrier rounds
+	// as st.async stores completing on the leader's hand-over mbarrier,
+	// which its own arrival makes expect the others' bytes; then the
+	// others end and the leader alone waits, with no fence or arrival of
+	// theirs. Else by DSMEM stores and a cluster barrier.
+	mbar := t.part.mbar()
+	var hand, remoteHand ptx.Reg
+	if mbar {
+		hand = t.part.handOver(t.cta)
+	}
 	e.If(t.part.leader.Not(), func() {
+		if mbar {
+			remoteHand = t.u32()
+			e.Mapa(ptx.SpaceSharedCluster, remoteHand, hand, ptx.Imm(0))
+		}
 		j := t.u32()
 		e.For(j, t.tid, ours, ptx.Imm(int64(t.threads)), func() {
 			b, i := t.loadCand(j)
@@ -1166,29 +1179,28 @@ func (t *topk) phase3Collect(v verdict) {
 			e.Mad(d, d, ptx.Imm(4), t.smem.base)
 			e.Add(d, d, ptx.Imm(int64(t.cand.bits.off)))
 			e.Mapa(ptx.SpaceSharedCluster, d, d, ptx.Imm(0))
+			if mbar {
+				e.StAsync(ptx.U32, ptx.At(d, 0), b, ptx.At(remoteHand, 0))
+				e.StAsync(ptx.U32, ptx.At(d, toIdx), i, ptx.At(remoteHand, 0))
+				return
+			}
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(d, 0), b)
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(d, toIdx), i)
 		})
 	})
-	// Every CTA's candidates are in the leader's buffer before it reads them.
-	if !t.part.mbar() {
+	if !mbar {
+		// Every CTA's candidates are in the leader's buffer before it reads them.
 		e.BarrierClusterArrive(ptx.SemRelease)
 		e.BarrierClusterWait(ptx.SemAcquire)
 		return
 	}
-	// The others signal the leader's hand-over mbarrier once all their
-	// copies are done (the CTA barrier; a release is cumulative) and end;
-	// the leader alone waits.
-	t.sync()
-	hand := t.part.handOver(t.cta)
-	e.If(t.part.leader.Not(), func() {
-		e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
-			bar := t.u32()
-			e.Mapa(ptx.SpaceSharedCluster, bar, hand, ptx.Imm(0))
-			e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(bar, 0))
-		})
-	})
 	e.If(t.part.leader, func() {
+		e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+			others := t.u32() // bytes: a value and an index per candidate of the others
+			e.Sub(others, v.total, ours)
+			e.Shl(others, others, ptx.Imm(3))
+			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(hand, 0), others)
+		})
 		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(hand, 0), ptx.Imm(0))
 	})
 }
