@@ -266,6 +266,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	// Output row r: K slots of indices and, if out_vals is not null, values.
 	rk := t.u32()
 	e.Mul(rk, r, ptx.Imm(int64(cfg.K)))
+	t.out.slots = cfg.K
 	t.out.idx = t.u64()
 	e.Mov(t.out.idx, t.elemAddr(t.global(pIdx), rk, 4).Base)
 	vals := e.LdParam(pVals)

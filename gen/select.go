@@ -477,6 +477,26 @@ type outRow struct {
 	// index written out (start with absolute indices, else 0). The page
 	// table is indexed by the column in the row, index + start.
 	start, offset ptx.Reg // u32
+	slots         int     // K: the row's output slots
+	// buf, where set, is shared memory the selection goes to first, a
+	// slot's index and value bits at the same position of two regions,
+	// copied out in slot order after (writeSelected): a thread writing
+	// its own run of slots straight to global memory makes each of a
+	// warp's stores touch a line per lane.
+	buf *outBuf
+}
+
+// outBuf is outRow.buf: a u32 index and a u32 value slot per output slot.
+type outBuf struct{ idx, bits region }
+
+// buffered is o with its selection staged in the histograms of sh, which
+// are free once the K-th element is known, where they hold K slots (not
+// with a sorting stage, which is a buffer of its own).
+func (o outRow) buffered(sh selectShared) outRow {
+	if o.stage == nil && 4*o.slots <= sh.hist[0].bytes {
+		o.buf = &outBuf{idx: sh.hist[0], bits: sh.hist[1]}
+	}
+	return o
 }
 
 // pageOut is the fused page-table output of a row (the serving engines'
@@ -505,6 +525,11 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	e.Mov(out, idx)
 	e.Guarded(valid, func() { e.Add(out, out, o.offset) })
 	idx = out
+	if b := o.buf; b != nil {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(b.idx, pos, 4), idx)
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(b.bits, pos, 4), bits)
+		return
+	}
 	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, pos, 4), idx)
 	e.If(o.hasVals, func() {
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)
@@ -605,7 +630,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		e.AndPred(tie, tie, c.setp(ptx.LE, x.idx(), kthIdx))
 		e.OrPred(sel, sel, tie)
 		return sel
-	}, o, sh.scratch)
+	}, o.buffered(sh), sh.scratch)
 	c.markAt(MarkP4Written)
 }
 
@@ -675,13 +700,27 @@ func (c *cta) writeSelected(w walker, sel func(elem) ptx.Pred, o outRow, scratch
 	w(func(x elem) {
 		e.Guarded(sel(x), func() { e.Add(n, n, ptx.Imm(1)) })
 	})
-	pos, _ := c.blockExclusiveScan(n, scratch)
+	pos, total := c.blockExclusiveScan(n, scratch)
 	w(func(x elem) {
 		e.If(sel(x), func() {
 			c.store(o, pos, x.idx(), x.bits)
 			e.Add(pos, pos, ptx.Imm(1))
 		})
 	})
+	if b := o.buf; b != nil {
+		// Out in slot order: consecutive threads, consecutive slots.
+		c.sync()
+		j := c.u32()
+		e.For(j, c.tid, total, ptx.Imm(int64(c.threads)), func() {
+			idx, bits := c.u32(), c.u32()
+			e.Ld(ptx.SpaceShared, idx, c.smem.elem(b.idx, j, 4))
+			e.Ld(ptx.SpaceShared, bits, c.smem.elem(b.bits, j, 4))
+			e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, j, 4), idx)
+			e.If(o.hasVals, func() {
+				e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, j, 4), bits)
+			})
+		})
+	}
 }
 
 // staging holds a row's selected elements in shared memory for sorting:
