@@ -110,8 +110,9 @@ type endCopy struct {
 }
 
 // loadSlice brings this CTA's slice of row (a global address, rowLen
-// elements) into shared memory: CTA r of C takes elements [r*chunk,
-// (r+1)*chunk), chunk = ceil(rowLen/C) rounded up to a vector (16 bytes).
+// elements) into shared memory: CTA r of the cluster's C (perCluster)
+// takes elements [r*chunk, (r+1)*chunk), chunk = ceil(rowLen/C) rounded
+// up to a vector (16 bytes).
 // The 16-byte-aligned middle of the slice comes by one bulk copy
 // completing on the mbarrier; the elements before it and after it (less
 // than a vector each) by plain loads, meanwhile. It
@@ -120,8 +121,8 @@ type endCopy struct {
 // cluster barrier that makes what it sets up visible to the other CTAs (a
 // kernel puts its own shared setup there, such as clearing what other
 // CTAs will add into).
-func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, before func(s slice)) slice {
-	s := c.startSlice(sh, clusterSize, row, rowLen, nil, before)
+func (c *cta) loadSlice(sh clusterShared, row, rowLen ptx.Reg, before func(s slice)) slice {
+	s := c.startSlice(sh, row, rowLen, nil, before)
 	c.awaitSlice(sh, s)
 	return s
 }
@@ -130,7 +131,7 @@ func (c *cta) loadSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, 
 // needs no slice (reads of global memory, say) can go between it and
 // awaitSlice, while the copy is in flight. inits, if not nil, initialises
 // the kernel's other mbarriers (thread 0, beside the slice's).
-func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg, inits func(), before func(s slice)) slice {
+func (c *cta) startSlice(sh clusterShared, row, rowLen ptx.Reg, inits func(), before func(s slice)) slice {
 	e := c.e
 	s := slice{rank: c.u32(), row: c.u32()}
 	e.Mov(s.rank, ptx.ClusterCtaRank)
@@ -140,8 +141,8 @@ func (c *cta) startSlice(sh clusterShared, clusterSize int, row, rowLen ptx.Reg,
 	// n = min(chunk, rowLen-lo).
 	size, V := int64(c.size()), int64(c.perVec())
 	chunk := c.u32()
-	e.Add(chunk, rowLen, ptx.Imm(V*int64(clusterSize)-1))
-	e.Div(chunk, chunk, ptx.Imm(V*int64(clusterSize)))
+	e.Add(chunk, rowLen, ptx.Imm(V*int64(c.cluster)-1))
+	e.Div(chunk, chunk, ptx.Imm(V*int64(c.cluster)))
 	e.Shl(chunk, chunk, ptx.Imm(log2(V)))
 	s.lo = c.u32()
 	e.Mul(s.lo, s.rank, chunk)
@@ -348,10 +349,10 @@ func genClusterCountGE(cfg Config) (*Kernel, error) {
 	thresholds, counts := c.globalParam("thresholds"), c.globalParam("counts")
 	sh := allocCluster(&c.smem.layout, cfg)
 	scratch := c.smem.alloc("warp_totals", 4*c.warps(), 4)
-	C, r, n := cfg.cluster(), row.id, row.n
+	r, n := row.id, row.n
 	thr := c.f32()
 	e.Ld(ptx.SpaceGlobal, thr, c.elemAddr(thresholds, r, 4))
-	s := c.loadSlice(sh, C, row.addr, n, func(s slice) {
+	s := c.loadSlice(sh, row.addr, n, func(s slice) {
 		e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.count, 0), ptx.Imm(0))
 		})
@@ -385,7 +386,7 @@ func genClusterRead(cfg Config) (*Kernel, error) {
 	held := c.globalParam("held")
 	sh := allocCluster(&c.smem.layout, cfg)
 	C, r := cfg.cluster(), row.id
-	s := c.loadSlice(sh, C, row.addr, row.n, nil)
+	s := c.loadSlice(sh, row.addr, row.n, nil)
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		slot := c.u32()
 		e.Mad(slot, r, ptx.Imm(int64(C)), s.rank)
@@ -546,7 +547,7 @@ func (t *topk) startPart() {
 			}
 		}
 	}
-	p.s = t.startSlice(p.sh, p.size, t.row, t.n, inits, nil)
+	p.s = t.startSlice(p.sh, t.row, t.n, inits, nil)
 }
 
 // mbar reports whether the rounds signal with mbarriers (MbarrierRounds).
