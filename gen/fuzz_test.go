@@ -44,7 +44,8 @@ package gen_test
 // every fixedbug-* file is listed in fixedBugs and every entry has its
 // file, and the seeds cover each kernel, target and edge configuration.
 //
-// `make fuzz` runs each target for FUZZTIME (CI: 30s each).
+// `make fuzz` runs each target for a fixed number of executions, about 30 s
+// each (FUZZTIME overrides; the Makefile says why a count, not a duration).
 
 import (
 	"fmt"
