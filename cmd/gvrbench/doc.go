@@ -29,7 +29,8 @@
 // without the host's launch and event overhead: how FlashInfer, vLLM and
 // SGLang publish theirs), all on the same data in the same run; checks every output against
 // the CPU reference (topk.Reference); and runs the instrumented kernels
-// for a per-phase breakdown. It prints a table, or JSON with -json, and a
+// for a per-phase breakdown (cold; -phases-warm: warm, for what a cold
+// row's misses add to each step). It prints a table, or JSON with -json, and a
 // progress line per batch on stderr. It exits 1 if any output differs
 // from the reference.
 //

@@ -45,6 +45,7 @@ type options struct {
 	graph          bool   // time launches replayed from a CUDA graph too
 	tune           string // -tune: write the measured kernel choice here
 	phases         bool
+	phasesWarm     bool // -phases-warm: the breakdown without the L2 flush
 	values         bool
 	asJSON         bool
 	out            string
@@ -88,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm, graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
 	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, -batch and -n (cold), and write the fastest choice per batch and N to `file` (topk.Tuning JSON; topk/tuning/ keeps one per GPU)")
 	fs.BoolVar(&o.phases, "phases", true, "per-phase breakdown from the instrumented kernels")
+	fs.BoolVar(&o.phasesWarm, "phases-warm", false, "take the per-phase breakdown warm (after one untimed launch, no L2 flush before each) instead of cold: what a cold row's misses add to each step")
 	fs.BoolVar(&o.values, "values", false, "also write the selected values")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON on stdout instead of the table")
 	fs.StringVar(&o.out, "o", "", "also write the JSON report to `file`")
@@ -262,7 +264,7 @@ func bench(o options, progress io.Writer) (*Report, error) {
 	}
 	info := dev.Info()
 	b := &bencher{o: o, dev: dev, kern: make(map[string]*runtime.Kernel)}
-	b.rep = &Report{Start: time.Now().UTC(), K: o.k, Iters: o.iters, Warmup: o.warm, FlushMB: o.flushMB, Seed: o.seed,
+	b.rep = &Report{Start: time.Now().UTC(), K: o.k, Iters: o.iters, Warmup: o.warm, FlushMB: o.flushMB, Seed: o.seed, PhasesWarm: o.phases && o.phasesWarm,
 		Kernels: o.kernels, Mismatches: []string{},
 		Workload: "synthetic scores (GVR paper appendix: random q/k, YaRN RoPE), batch rows independent, prediction: static structural prior",
 		Device: Device{Name: info.Name, CC: fmt.Sprintf("%d.%d", info.Major, info.Minor), Target: info.Target.Name,
@@ -837,14 +839,21 @@ func checkPages(d *dataset, pageSize, r int, idx, pages []int32) error {
 // breakdown averages.
 const phaseLaunches = 5
 
-// phases runs the instrumented kernel cold and averages its records.
+// phases runs the instrumented kernel cold (warm with -phases-warm) and
+// averages its records.
 func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) error {
 	args := b.args(name, k, d, true)
 	p := Phases{Batch: batch, N: d.n, Kernel: name}
 	var count float64
 	var stepRows [len(topk.Steps)]float64
+	cold := !b.o.phasesWarm
+	if !cold {
+		if _, err := b.once(k, batch, args, false, 0); err != nil { // the row and the kernel's data into L2
+			return fmt.Errorf("%s (instrumented), batch %d, N %d: %w", name, batch, d.n, err)
+		}
+	}
 	for i := range phaseLaunches {
-		if _, err := b.once(k, batch, args, true, uint32(i)); err != nil {
+		if _, err := b.once(k, batch, args, cold, uint32(i)); err != nil {
 			return fmt.Errorf("%s (instrumented), batch %d, N %d: %w", name, batch, d.n, err)
 		}
 		raw := make([]byte, batch*topk.StatsBytes)

@@ -34,7 +34,9 @@ type Report struct {
 	FirstUse string    `json:"first_use"`      // what a program's first NewSelector and Select took
 	Timings  []Timing  `json:"timings"`
 	Phases   []Phases  `json:"phases,omitempty"`
-	Replays  []Replay  `json:"replays,omitempty"`
+	// PhasesWarm: the phases were taken warm (-phases-warm), not cold.
+	PhasesWarm bool     `json:"phases_warm,omitempty"`
+	Replays    []Replay `json:"replays,omitempty"`
 	// Ablations: the paper's ablation on calibrated trajectories (-ablation).
 	Ablations []Ablation `json:"ablations,omitempty"`
 	// Mismatches lists outputs that differed from the CPU reference; a
@@ -211,7 +213,11 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 
 	if len(r.Phases) > 0 {
-		fmt.Fprintf(w, "\nphases (instrumented kernels, cold, mean per row; us from SM cycles at %d MHz):\n", d.ClockMHz)
+		mode := "cold"
+		if r.PhasesWarm {
+			mode = "warm"
+		}
+		fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row; us from SM cycles at %d MHz):\n", mode, d.ClockMHz)
 		fmt.Fprintf(w, "%5s %7s %-9s %8s %8s %8s %8s %7s %7s %7s %7s  %s\n", "batch", "N", "kernel",
 			"phase1", "phase2", "phase3", "phase4", "passes", "radix", "cands", "valid", "rows copy/gvr/exact")
 		phases := slices.Clone(r.Phases)
