@@ -388,16 +388,18 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 	case b.NextN > 1 && b.Rows%b.NextN != 0:
 		return fmt.Errorf("Rows = %d is not a whole number of sequences of NextN = %d rows", b.Rows, b.NextN)
 	}
-	lens, per := b.Rows, "rows" // how many lengths the batch has
+	lens := b.Rows // how many lengths the batch has
 	if b.NextN > 1 {
-		lens, per = b.Rows/b.NextN, fmt.Sprintf("sequences of NextN = %d rows", b.NextN)
+		lens = b.Rows / b.NextN
 	}
 	if st != nil && st.Device() != s.dev {
 		return fmt.Errorf("the stream is on %v; the selector is on %v", st.Device(), s.dev)
 	}
+	// The labels are made only for an error: Select allocates nothing
+	// (TestSelectNoAllocs).
 	size := c.Scores.Size()
-	if err := aligned(fmt.Sprintf("Scores (%v)", c.Scores), b.Scores, size*b.Rows*b.Stride, size); err != nil {
-		return err
+	if err := aligned("Scores", b.Scores, size*b.Rows*b.Stride, size); err != nil {
+		return fmt.Errorf("%w (scores of %v)", err, c.Scores)
 	}
 	if err := s.checkPages(b, lens, onDevice); err != nil {
 		return err
@@ -409,7 +411,10 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 		return onDevice("DeviceLengths", b.DeviceLengths, 4*lens)
 	}
 	if len(b.Lengths) != lens {
-		return fmt.Errorf("%d Lengths for %d %s", len(b.Lengths), lens, per)
+		if b.NextN > 1 {
+			return fmt.Errorf("%d Lengths for %d sequences of NextN = %d rows", len(b.Lengths), lens, b.NextN)
+		}
+		return fmt.Errorf("%d Lengths for %d rows", len(b.Lengths), lens)
 	}
 	for r, n := range b.Lengths {
 		if n < 0 || int(n) > b.Stride {
