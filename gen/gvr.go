@@ -669,9 +669,6 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	prow := t.rowAddr(pred, pstride, t.rowID())
 	m := t.u32()
 	e.Cvt(m, e.LdParam(pp.count))
-	// A row sample, loading while the predicted values do: how far the
-	// prediction can be trusted is not known until Phase 2 counts.
-	smp := t.sampleRow()
 
 	// Four predicted indices per thread per step, loaded before any is
 	// used: two memory latencies a step instead of eight.
@@ -703,6 +700,12 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	// costs no time of its own where it fits in that memory latency. (K
 	// = 2048 over 512 threads is that one step.)
 	xs := gather(t.tid)
+	// A row sample, loading while the predicted values do: how far the
+	// prediction can be trusted is not known until Phase 2 counts. Its
+	// loads go out after the first step's, which would otherwise queue
+	// behind its 2048 scattered loads in the SM's L1 (one wavefront each;
+	// the JIT put them between the index loads: perf notes 49).
+	smp := t.sampleRow()
 	t.mark(MarkP1Indices)
 
 	// The sample's estimate is the first pass's first point, as in the
@@ -825,9 +828,22 @@ type sample struct {
 	stats blockStats
 }
 
+// sampleRun is how many adjacent elements the sample takes at each of its
+// points where the row is short enough (sampleRow): a warp's loads then
+// touch half as many sectors, each a wavefront through the SM's L1 (the
+// sample's 2048 scattered loads were what Phase 1 waited on: perf notes
+// 49).
+const sampleRun = 2
+
 // sampleRow starts loading a strided sample of the row: thread tid takes
-// samples tid, tid+B, ... at index j*(n/s), s = min(n, samples), so the
-// samples are distinct elements. The loads are independent of everything
+// samples j = tid, tid+B, ..., s = min(n, samples) of them, d = n/s
+// elements apart: at index j*d, or where d <= K/16 in runs of R =
+// sampleRun adjacent elements R*d apart, at (j/R)*(R*d) + j%R. A point
+// stands for d elements, so the Top-K holds about K/d of them; runs
+// halve the distinct points, and below 8 in the Top-K (d > K/16: N >
+// 256K at K = 2048) the estimate misses more often than the sectors
+// saved are worth (perf notes 49). Either way the samples are distinct
+// elements spread over the row. The loads are independent of everything
 // else in Phase 1; call finish once the values are needed, so that their
 // latency overlaps other work.
 func (t *topk) sampleRow() *sample {
@@ -837,6 +853,11 @@ func (t *topk) sampleRow() *sample {
 	e.Min(s, t.n, ptx.Imm(int64(per*t.threads)))
 	stride := t.u32()
 	e.Div(stride, t.n, s) // s >= 1: this path has n > K
+	// In runs: j = R*q + r at R*d*q + r, i.e. j*d - r*(d-1). Single: j*d.
+	runs := t.setp(ptx.LE, stride, ptx.Imm(int64(max(1, t.cfg.K/16))))
+	back := t.u32()
+	e.Sub(back, stride, ptx.Imm(1))
+	e.Selp(back, back, ptx.Imm(0), runs)
 	smp := &sample{t: t, s: s, scale: t.f32()}
 	for i := range per {
 		v := t.f32()
@@ -844,8 +865,11 @@ func (t *topk) sampleRow() *sample {
 		j := t.u32()
 		e.Add(j, t.tid, ptx.Imm(int64(i*t.threads)))
 		e.If(t.setp(ptx.LT, j, s), func() {
-			idx := t.u32()
+			idx, r := t.u32(), t.u32()
 			e.Mul(idx, j, stride)
+			e.And(r, j, ptx.Imm(sampleRun-1))
+			e.Mul(r, r, back)
+			e.Sub(idx, idx, r)
 			t.loadScore(v, t.row, idx)
 		})
 		smp.vals = append(smp.vals, v)
