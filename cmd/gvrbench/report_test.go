@@ -58,6 +58,16 @@ func TestWriteTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(out, "phases (instrumented kernels, cold,") {
+		t.Errorf("the phases are not said to be cold:\n%s", out)
+	}
+	r.PhasesWarm = true // -phases-warm
+	b.Reset()
+	r.WriteTable(&b)
+	if !strings.Contains(b.String(), "phases (instrumented kernels, warm,") {
+		t.Errorf("-phases-warm's phases are not said to be warm:\n%s", b.String())
+	}
+	r.PhasesWarm = false
 	r.Mismatches = []string{"gvr, batch 1, N 65536, row 0: wrong"}
 	b.Reset()
 	r.WriteTable(&b)
