@@ -254,10 +254,19 @@ func (c *cta) awaitSlice(sh clusterShared, s slice) {
 	for _, ec := range s.ends {
 		c.e.Guarded(ec.ok, func() { c.e.St(ptx.SpaceShared, ec.x.T, ptx.At(ec.dst, 0), ec.x) })
 	}
-	if c.cluster > 1 {
-		c.e.BarrierClusterWait(ptx.SemAcquire) // startSlice arrived
-	}
+	c.syncCluster()
 	c.sync()
+}
+
+// syncCluster is the wait half of the cluster barrier startSlice arrived
+// at (once: awaitSlice then leaves it out). Past it, the other CTAs'
+// mbarriers are initialised, so this CTA may send them values; it waits
+// for no copy.
+func (c *cta) syncCluster() {
+	if c.cluster > 1 && !c.clusterSynced {
+		c.e.BarrierClusterWait(ptx.SemAcquire) // startSlice arrived
+		c.clusterSynced = true
+	}
 }
 
 // sliceWalk visits the elements of slice s: those held in shared memory,
@@ -583,6 +592,14 @@ func (t *topk) leaderOnly() {
 // order. It returns the totals and the sums over the CTAs of lower rank
 // (the cluster-wide exclusive prefix), in every thread.
 func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
+	p.send(c, vals)
+	return p.receive(c, len(vals), nil)
+}
+
+// send is the first half of an exchange: this CTA's values go to every
+// CTA's current buffer. Work that needs no total can go between it and
+// receive, which waits for the others'.
+func (p *clusterPart) send(c *cta, vals []ptx.Reg) {
 	e := c.e
 	if len(vals) > exchangeVals {
 		panic("gen: exchange of more values than its buffers hold")
@@ -608,11 +625,29 @@ func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(remote, int64(4*i)), v)
 		}
 	})
+	if !p.mbar() {
+		e.BarrierClusterArrive(ptx.SemRelease)
+	}
+}
+
+// receive is the second half of the exchange send began, of n values:
+// it waits for every CTA's and combines them in rank order, each by its
+// op ("add", or "min" of unsigned values; nil: all "add"). It returns the
+// totals and, for the added values, the sums over the CTAs of lower rank,
+// in every thread.
+func (p *clusterPart) receive(c *cta, n int, ops []string) (tot, below []ptx.Reg) {
+	e := c.e
+	if ops == nil {
+		ops = make([]string, n)
+		for i := range ops {
+			ops[i] = "add"
+		}
+	}
 	if p.mbar() {
 		// This CTA's one arrival a round expects every CTA's values' bytes,
 		// before or after they land.
 		e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
-			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(p.curBar, 0), ptx.Imm(int64(4*len(vals)*p.size)))
+			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(p.curBar, 0), ptx.Imm(int64(4*n*p.size)))
 		})
 		// Every CTA's values are here once this buffer's mbarrier completes
 		// its phase of this round. A CTA writes a buffer again two rounds
@@ -625,19 +660,29 @@ func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
 		e.Add(p.round, p.round, ptx.Imm(1))
 		e.Sub(p.curBar, p.bothBar, p.curBar)
 	} else {
-		e.BarrierClusterArrive(ptx.SemRelease)
 		e.BarrierClusterWait(ptx.SemAcquire)
 	}
-	for range vals {
-		tot, below = append(tot, c.constU32(0)), append(below, c.constU32(0))
+	for _, op := range ops {
+		init := int64(0)
+		if op == "min" {
+			init = -1 // the largest u32
+		}
+		tot, below = append(tot, c.constU32(init)), append(below, c.constU32(0))
 	}
 	for r := range p.size {
 		lower := c.setp(ptx.GT, p.s.rank, ptx.Imm(int64(r)))
-		for i := range vals {
+		for i, op := range ops {
 			x := c.u32()
 			e.Ld(ptx.SpaceShared, x, ptx.At(p.cur, int64(4*(r*exchangeVals+i))))
-			e.Add(tot[i], tot[i], x)
-			e.Guarded(lower, func() { e.Add(below[i], below[i], x) })
+			switch op {
+			case "add":
+				e.Add(tot[i], tot[i], x)
+				e.Guarded(lower, func() { e.Add(below[i], below[i], x) })
+			case "min":
+				e.Min(tot[i], tot[i], x)
+			default:
+				panic("gen: exchange op " + op)
+			}
 		}
 	}
 	e.Sub(p.cur, p.both, p.cur)

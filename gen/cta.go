@@ -23,6 +23,9 @@ type cta struct {
 	smem *smem
 
 	cluster int // CTAs per cluster of a cluster kernel (perCluster); 0 otherwise
+	// clusterSynced: the wait half of the slice's cluster barrier is
+	// emitted already (syncCluster), so awaitSlice leaves it out.
+	clusterSynced bool
 
 	scores ScoreType // the element type of the score rows it reads (scores.go)
 

@@ -670,6 +670,24 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	m := t.u32()
 	e.Cvt(m, e.LdParam(pp.count))
 
+	// My share of the predicted indices, [first, end): all of them, or in
+	// a cluster the rank's 1/C (its 2048 scattered loads were a queue
+	// through the SM's L1 that the sample's loads waited behind: perf
+	// notes 49), the statistics then combined across the cluster.
+	first, end := t.constU32(0), m
+	cluster := t.part != nil && t.part.size > 1
+	if cluster {
+		C := int64(t.part.size)
+		share := t.u32()
+		e.Add(share, m, ptx.Imm(C-1))
+		e.Div(share, share, ptx.Imm(C))
+		e.Mul(first, t.part.s.rank, share)
+		e.Min(first, first, m)
+		end = t.u32()
+		e.Add(end, first, share)
+		e.Min(end, end, m)
+	}
+
 	// Four predicted indices per thread per step, loaded before any is
 	// used: two memory latencies a step instead of eight.
 	const unroll = 4
@@ -681,7 +699,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 			ju := t.u32()
 			e.Add(ju, j, ptx.Imm(int64(u)*B))
 			ps[u] = t.constU32(-1)
-			e.Guarded(t.setp(ptx.LT, ju, m), func() {
+			e.Guarded(t.setp(ptx.LT, ju, end), func() {
 				e.LdNC(ps[u], t.elemAddr(prow, ju, 4))
 				e.Sub(ps[u], ps[u], t.out.offset) // the previous output's space to the window's
 			})
@@ -695,11 +713,23 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 		}
 		return xs
 	}
+	gatherRest := func() {
+		j := t.u32()
+		e.Add(j, first, t.tid)
+		e.Add(j, j, ptx.Imm(unroll*B))
+		e.For(j, j, end, ptx.Imm(unroll*B), func() {
+			for _, x := range gather(j) {
+				st.add(x)
+			}
+		})
+	}
 	// The first step's values load while the sample's estimate is
 	// worked out (its block reductions need no prediction): the estimate
 	// costs no time of its own where it fits in that memory latency. (K
 	// = 2048 over 512 threads is that one step.)
-	xs := gather(t.tid)
+	j0 := t.u32()
+	e.Add(j0, first, t.tid)
+	xs := gather(j0)
 	// A row sample, loading while the predicted values do: how far the
 	// prediction can be trusted is not known until Phase 2 counts. Its
 	// loads go out after the first step's, which would otherwise queue
@@ -707,6 +737,20 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	// the JIT put them between the index loads: perf notes 49).
 	smp := t.sampleRow()
 	t.mark(MarkP1Indices)
+
+	// In a cluster, this CTA's minimum and count go to the others first
+	// (past the slice's cluster barrier, which their mbarriers need), and
+	// the sample's estimate is worked out while they travel.
+	var kmin, cnt ptx.Reg
+	if cluster {
+		for _, x := range xs {
+			st.add(x)
+		}
+		gatherRest()
+		kmin, cnt = st.reduceMinCount()
+		t.syncCluster()
+		t.part.send(t.cta, []ptx.Reg{kmin, cnt})
+	}
 
 	// The sample's estimate is the first pass's first point, as in the
 	// fallback. With a prediction, the second is the predicted minimum: a
@@ -719,20 +763,19 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	t.sampleGuess(g, smp, predRounds)
 	t.mark(MarkP1Sample)
 
-	for _, x := range xs {
-		st.add(x)
-	}
-	j := t.u32()
-	e.Add(j, t.tid, ptx.Imm(unroll*B))
-	e.For(j, j, m, ptx.Imm(unroll*B), func() {
-		for _, x := range gather(j) {
+	if cluster {
+		tot, _ := t.part.receive(t.cta, 2, []string{"min", "add"})
+		kmin, cnt = tot[0], tot[1]
+	} else {
+		for _, x := range xs {
 			st.add(x)
 		}
-	})
-	pr := st.reduce()
+		gatherRest()
+		kmin, cnt = st.reduceMinCount()
+	}
 	t.mark(MarkP1Values)
-	e.Mov(t.valid, pr.cnt)
-	e.If(t.setp(ptx.GT, pr.cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], pr.min) })
+	e.Mov(t.valid, cnt)
+	e.If(t.setp(ptx.GT, cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], t.keyToFloat(kmin)) })
 	return g
 }
 
@@ -791,6 +834,14 @@ func (s *stats) add(x ptx.Reg) {
 		e.Add(s.nf, s.nf, ptx.Imm(1))
 		e.Add(s.sum, s.sum, x)
 	})
+}
+
+// reduceMinCount reduces the minimum key and the count alone (the same in
+// every thread; the key is 0xFFFFFFFF where the count is 0), what
+// Phase 1 takes of the predicted values.
+func (s *stats) reduceMinCount() (kmin, cnt ptx.Reg) {
+	r := s.t.blockReduceN([]string{"min", "add"}, []ptx.Reg{s.kmin, s.nf}, s.t.reduce)
+	return r[0], r[1]
 }
 
 // blockStats are reduced statistics, the same in every thread. min, mean
