@@ -739,17 +739,22 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	t.mark(MarkP1Indices)
 
 	// In a cluster, this CTA's minimum and count go to the others first
-	// (past the slice's cluster barrier, which their mbarriers need), and
-	// the sample's estimate is worked out while they travel.
+	// (past the slice's cluster barrier, which their mbarriers need),
+	// reduced with the sample's range in one block reduction, and the
+	// sample's estimate is worked out while they travel. One CTA works the
+	// estimate out while its predicted values load.
 	var kmin, cnt ptx.Reg
 	if cluster {
 		for _, x := range xs {
 			st.add(x)
 		}
 		gatherRest()
-		kmin, cnt = st.reduceMinCount()
+		r := smp.finish([]string{"min", "add"}, []ptx.Reg{st.kmin, st.nf})
+		kmin, cnt = r[0], r[1]
 		t.syncCluster()
 		t.part.send(t.cta, []ptx.Reg{kmin, cnt})
+	} else {
+		smp.finish(nil, nil)
 	}
 
 	// The sample's estimate is the first pass's first point, as in the
@@ -758,7 +763,6 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	// elements above it. The pass keeps whichever lands in the window with
 	// fewer candidates; a weak prediction (a decode's early layers overlap
 	// their previous step by 1.5%: perf notes 15) costs nothing more.
-	smp.finish()
 	g := t.newGuess()
 	t.sampleGuess(g, smp, predRounds)
 	t.mark(MarkP1Sample)
@@ -784,7 +788,7 @@ func (t *topk) phase1SampleStats() guess {
 	t.e.Comment("Phase 1 (no prediction): sample statistics")
 	g := t.newGuess()
 	smp := t.sampleRow()
-	smp.finish()
+	smp.finish(nil, nil)
 	t.sampleGuess(g, smp, sampleRounds)
 	t.mark(MarkP1Sample)
 	return g
@@ -797,8 +801,8 @@ func (t *topk) phase1SampleStats() guess {
 // 0.42 and 2.
 func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 	e := t.e
-	e.Mov(g.lo, smp.stats.min)
-	e.Mov(g.hi, smp.stats.max)
+	e.Mov(g.lo, smp.rng.min)
+	e.Mov(g.hi, smp.rng.max)
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
 	t.estimateThreshold(smp, g, pts, rounds)
@@ -807,18 +811,15 @@ func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 	}
 }
 
-// stats accumulates, per thread, the min and max key, count and sum of the
+// stats accumulates, per thread, the min and max key and the count of the
 // finite values it sees.
 type stats struct {
 	t              *topk
 	kmin, kmax, nf ptx.Reg // u32
-	sum            ptx.Reg // f32
 }
 
 func (t *topk) newStats() *stats {
-	s := &stats{t: t, kmin: t.constU32(0xFFFFFFFF), kmax: t.constU32(0), nf: t.constU32(0), sum: t.f32()}
-	t.e.Mov(s.sum, ptx.Float(0))
-	return s
+	return &stats{t: t, kmin: t.constU32(0xFFFFFFFF), kmax: t.constU32(0), nf: t.constU32(0)}
 }
 
 // add accumulates x if it is finite.
@@ -832,7 +833,6 @@ func (s *stats) add(x ptx.Reg) {
 		e.Min(s.kmin, s.kmin, k)
 		e.Max(s.kmax, s.kmax, k)
 		e.Add(s.nf, s.nf, ptx.Imm(1))
-		e.Add(s.sum, s.sum, x)
 	})
 }
 
@@ -844,26 +844,22 @@ func (s *stats) reduceMinCount() (kmin, cnt ptx.Reg) {
 	return r[0], r[1]
 }
 
-// blockStats are reduced statistics, the same in every thread. min, mean
-// and max are NaN when cnt is 0.
-type blockStats struct {
-	min, mean, max ptx.Reg // f32
-	cnt            ptx.Reg // u32 finite values
+// valueRange is the smallest and the largest of a set of finite values,
+// the same in every thread; both NaN where the set is empty.
+type valueRange struct {
+	min, max ptx.Reg // f32
 }
 
-func (s *stats) reduce() blockStats {
-	t, e := s.t, s.t.e
-	r := t.blockReduceN([]string{"min", "max", "add", "add"}, []ptx.Reg{s.kmin, s.kmax, s.nf, s.sum}, t.reduce)
-	out := blockStats{min: t.f32(), mean: t.f32(), max: t.f32(), cnt: r[2]}
-	for _, x := range []ptx.Reg{out.min, out.mean, out.max} {
-		e.Mov(x, ptx.FloatBits(0x7FC00000))
-	}
-	e.If(t.setp(ptx.GT, r[2], ptx.Imm(0)), func() {
-		c := t.f32()
-		e.Cvt(c, r[2])
-		e.Div(out.mean, r[3], c)
-		e.Mov(out.min, t.keyToFloat(r[0]))
-		e.Mov(out.max, t.keyToFloat(r[1]))
+// rangeOf turns reduced min and max keys into a valueRange (the min key
+// above the max one: no finite value).
+func (t *topk) rangeOf(kmin, kmax ptx.Reg) valueRange {
+	e := t.e
+	out := valueRange{min: t.f32(), max: t.f32()}
+	e.Mov(out.min, ptx.FloatBits(0x7FC00000))
+	e.Mov(out.max, ptx.FloatBits(0x7FC00000))
+	e.If(t.setp(ptx.LE, kmin, kmax), func() {
+		e.Mov(out.min, t.keyToFloat(kmin))
+		e.Mov(out.max, t.keyToFloat(kmax))
 	})
 	return out
 }
@@ -876,7 +872,7 @@ type sample struct {
 	s     ptx.Reg   // u32 samples taken
 	vals  []ptx.Reg // f32
 	scale ptx.Reg   // f32: n / samples
-	stats blockStats
+	rng   valueRange
 }
 
 // sampleRun is how many adjacent elements the sample takes at each of its
@@ -928,8 +924,11 @@ func (t *topk) sampleRow() *sample {
 	return smp
 }
 
-// finish takes the sample's statistics; the sampled values must be there.
-func (smp *sample) finish() {
+// finish takes the sample's range (all its estimate needs of it: a sum or
+// a count would be a longer reduction); the sampled values must be there.
+// It reduces vals by ops (u32) in the same block reduction, one pair of
+// barriers for both, and returns their results.
+func (smp *sample) finish(ops []string, vals []ptx.Reg) []ptx.Reg {
 	t, e := smp.t, smp.t.e
 	st := t.newStats()
 	for _, v := range smp.vals {
@@ -939,7 +938,9 @@ func (smp *sample) finish() {
 	e.Cvt(fs, smp.s)
 	e.Cvt(fn, t.n)
 	e.Div(smp.scale, fn, fs)
-	smp.stats = st.reduce()
+	r := t.blockReduceN(append([]string{"min", "max"}, ops...), append([]ptx.Reg{st.kmin, st.kmax}, vals...), t.reduce)
+	smp.rng = t.rangeOf(r[0], r[1])
+	return r[2:]
 }
 
 // evenPoints sets pts to four evenly spaced points strictly inside (lo, hi).
