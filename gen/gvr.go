@@ -146,6 +146,7 @@ func (c Config) SharedBytes() int {
 type guess struct {
 	first                [firstPoints]ptx.Reg // f32
 	lo, cntLo, hi, cntHi ptx.Reg              // f32
+	target               ptx.Reg              // f32: the count Phase 2 aims for (sample.target)
 }
 
 // firstPoints is how many thresholds Phase 2's first pass counts at once: a
@@ -801,13 +802,16 @@ func (t *topk) phase1SampleStats() guess {
 // 0.42 and 2.
 func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 	e := t.e
+	e.Mov(g.target, smp.target)
 	e.Mov(g.lo, smp.rng.min)
 	e.Mov(g.hi, smp.rng.max)
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
 	t.estimateThreshold(smp, g, pts, rounds)
 	for i, f := range []float64{1, 1.6} {
-		t.logSecant(g.first[i], g, ptx.Float(float32(f*float64(t.target()))), false, ptx.Pred{})
+		x := t.f32()
+		e.Mul(x, g.target, ptx.Float(float32(f)))
+		t.logSecant(g.first[i], g, x, false, ptx.Pred{})
 	}
 }
 
@@ -873,6 +877,9 @@ type sample struct {
 	vals  []ptx.Reg // f32
 	scale ptx.Reg   // f32: n / samples
 	rng   valueRange
+	// target is the count Phase 2 aims for, by how far the sample can be
+	// trusted (topk.target).
+	target ptx.Reg // f32
 }
 
 // sampleRun is how many adjacent elements the sample takes at each of its
@@ -901,11 +908,13 @@ func (t *topk) sampleRow() *sample {
 	stride := t.u32()
 	e.Div(stride, t.n, s) // s >= 1: this path has n > K
 	// In runs: j = R*q + r at R*d*q + r, i.e. j*d - r*(d-1). Single: j*d.
-	runs := t.setp(ptx.LE, stride, ptx.Imm(int64(max(1, t.cfg.K/16))))
+	// Dense: at least 16 points expected in the Top-K (8 distinct in runs).
+	dense := t.setp(ptx.LE, stride, ptx.Imm(int64(max(1, t.cfg.K/16))))
 	back := t.u32()
 	e.Sub(back, stride, ptx.Imm(1))
-	e.Selp(back, back, ptx.Imm(0), runs)
-	smp := &sample{t: t, s: s, scale: t.f32()}
+	e.Selp(back, back, ptx.Imm(0), dense)
+	smp := &sample{t: t, s: s, scale: t.f32(), target: t.f32()}
+	e.Selp(smp.target, ptx.Float(float32(t.target(true))), ptx.Float(float32(t.target(false))), dense)
 	for i := range per {
 		v := t.f32()
 		e.Mov(v, ptx.FloatBits(0xFF800000))
@@ -965,7 +974,7 @@ func (t *topk) evenPoints(pts [4]ptx.Reg, lo, hi ptx.Reg) {
 // so a poor sample costs passes, never exactness.
 func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int) {
 	e := t.e
-	target := ptx.Float(float32(t.target()))
+	target := g.target
 	e.Cvt(g.cntLo, t.n)
 	e.Mov(g.cntHi, ptx.Float(0.5)) // below one element: keeps log finite
 	for round := range rounds {
@@ -1029,8 +1038,17 @@ func (t *topk) logSecant(x ptx.Reg, g guess, target ptx.Operand, damp bool, from
 }
 
 // target is the count Phase 2 aims for: inside [K, MaxCandidates], nearer
-// K, so that Phase 4 has few candidates but one more pass is unlikely.
-func (t *topk) target() int {
+// K, so that Phases 3 and 4 have few candidates but one more pass is
+// unlikely. How near depends on the sample (sampleRow): dense, with 8 or
+// more points expected in the Top-K, its estimate is good enough to aim an
+// eighth of the way (Phases 3 and 4 then take ~2500 candidates instead of
+// ~2900 at K = 2048); sparser (N > 256K at K = 2048), a quarter, or the
+// first pass misses more often than the smaller window saves (perf notes
+// 51).
+func (t *topk) target(dense bool) int {
+	if dense {
+		return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/8
+	}
 	return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/4
 }
 
@@ -1182,7 +1200,7 @@ func (s *search) next(done ptx.Label) {
 	gap := t.u32()
 	e.Sub(gap, s.hi, s.lo)
 	e.BraIf(t.setp(ptx.LE, gap, ptx.Imm(1)), done)
-	target := ptx.Float(float32(t.target()))
+	target := s.g.target
 	e.IfElse(t.setp(ptx.LT, t.iters, ptx.Imm(secantIters)), func() {
 		e.Max(s.g.cntHi, s.g.cntHi, ptx.Float(0.5))
 		both := t.pred()
@@ -1311,7 +1329,7 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 }
 
 func (t *topk) newGuess() guess {
-	g := guess{lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32()}
+	g := guess{lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32(), target: t.f32()}
 	for i := range g.first {
 		g.first[i] = t.f32()
 	}
