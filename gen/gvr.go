@@ -740,23 +740,21 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	t.mark(MarkP1Indices)
 
 	// In a cluster, this CTA's minimum and count go to the others first
-	// (past the slice's cluster barrier, which their mbarriers need),
-	// reduced with the sample's range in one block reduction, and the
-	// sample's estimate is worked out while they travel. One CTA works the
-	// estimate out while its predicted values load.
+	// (past the slice's cluster barrier, which their mbarriers need), and
+	// the sample's estimate is worked out while they travel. (Reduced
+	// with the sample's range in one block reduction they went out later,
+	// once the sample was in too: 0.5-2% slower, perf notes 51.)
 	var kmin, cnt ptx.Reg
 	if cluster {
 		for _, x := range xs {
 			st.add(x)
 		}
 		gatherRest()
-		r := smp.finish([]string{"min", "add"}, []ptx.Reg{st.kmin, st.nf})
-		kmin, cnt = r[0], r[1]
+		kmin, cnt = st.reduceMinCount()
 		t.syncCluster()
 		t.part.send(t.cta, []ptx.Reg{kmin, cnt})
-	} else {
-		smp.finish(nil, nil)
 	}
+	smp.finish()
 
 	// The sample's estimate is the first pass's first point, as in the
 	// fallback. With a prediction, the second is the predicted minimum: a
@@ -789,7 +787,7 @@ func (t *topk) phase1SampleStats() guess {
 	t.e.Comment("Phase 1 (no prediction): sample statistics")
 	g := t.newGuess()
 	smp := t.sampleRow()
-	smp.finish(nil, nil)
+	smp.finish()
 	t.sampleGuess(g, smp, sampleRounds)
 	t.mark(MarkP1Sample)
 	return g
@@ -933,11 +931,10 @@ func (t *topk) sampleRow() *sample {
 	return smp
 }
 
-// finish takes the sample's range (all its estimate needs of it: a sum or
-// a count would be a longer reduction); the sampled values must be there.
-// It reduces vals by ops (u32) in the same block reduction, one pair of
-// barriers for both, and returns their results.
-func (smp *sample) finish(ops []string, vals []ptx.Reg) []ptx.Reg {
+// finish takes the sample's range, all its estimate needs of it (a sum or
+// a count would be a longer reduction: perf notes 51); the sampled values
+// must be there.
+func (smp *sample) finish() {
 	t, e := smp.t, smp.t.e
 	st := t.newStats()
 	for _, v := range smp.vals {
@@ -947,9 +944,8 @@ func (smp *sample) finish(ops []string, vals []ptx.Reg) []ptx.Reg {
 	e.Cvt(fs, smp.s)
 	e.Cvt(fn, t.n)
 	e.Div(smp.scale, fn, fs)
-	r := t.blockReduceN(append([]string{"min", "max"}, ops...), append([]ptx.Reg{st.kmin, st.kmax}, vals...), t.reduce)
+	r := t.blockReduceN([]string{"min", "max"}, []ptx.Reg{st.kmin, st.kmax}, t.reduce)
 	smp.rng = t.rangeOf(r[0], r[1])
-	return r[2:]
 }
 
 // evenPoints sets pts to four evenly spaced points strictly inside (lo, hi).
