@@ -146,6 +146,7 @@ func (c Config) SharedBytes() int {
 type guess struct {
 	first                [firstPoints]ptx.Reg // f32
 	lo, cntLo, hi, cntHi ptx.Reg              // f32
+	target               ptx.Reg              // f32: the count Phase 2 aims for (sample.target)
 }
 
 // firstPoints is how many thresholds Phase 2's first pass counts at once: a
@@ -740,7 +741,9 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 
 	// In a cluster, this CTA's minimum and count go to the others first
 	// (past the slice's cluster barrier, which their mbarriers need), and
-	// the sample's estimate is worked out while they travel.
+	// the sample's estimate is worked out while they travel. (Reduced
+	// with the sample's range in one block reduction they went out later,
+	// once the sample was in too: 0.5-2% slower, perf notes 51.)
 	var kmin, cnt ptx.Reg
 	if cluster {
 		for _, x := range xs {
@@ -751,6 +754,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 		t.syncCluster()
 		t.part.send(t.cta, []ptx.Reg{kmin, cnt})
 	}
+	smp.finish()
 
 	// The sample's estimate is the first pass's first point, as in the
 	// fallback. With a prediction, the second is the predicted minimum: a
@@ -758,7 +762,6 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	// elements above it. The pass keeps whichever lands in the window with
 	// fewer candidates; a weak prediction (a decode's early layers overlap
 	// their previous step by 1.5%: perf notes 15) costs nothing more.
-	smp.finish()
 	g := t.newGuess()
 	t.sampleGuess(g, smp, predRounds)
 	t.mark(MarkP1Sample)
@@ -797,28 +800,28 @@ func (t *topk) phase1SampleStats() guess {
 // 0.42 and 2.
 func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 	e := t.e
-	e.Mov(g.lo, smp.stats.min)
-	e.Mov(g.hi, smp.stats.max)
+	e.Mov(g.target, smp.target)
+	e.Mov(g.lo, smp.rng.min)
+	e.Mov(g.hi, smp.rng.max)
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
 	t.estimateThreshold(smp, g, pts, rounds)
 	for i, f := range []float64{1, 1.6} {
-		t.logSecant(g.first[i], g, ptx.Float(float32(f*float64(t.target()))), false, ptx.Pred{})
+		x := t.f32()
+		e.Mul(x, g.target, ptx.Float(float32(f)))
+		t.logSecant(g.first[i], g, x, false, ptx.Pred{})
 	}
 }
 
-// stats accumulates, per thread, the min and max key, count and sum of the
+// stats accumulates, per thread, the min and max key and the count of the
 // finite values it sees.
 type stats struct {
 	t              *topk
 	kmin, kmax, nf ptx.Reg // u32
-	sum            ptx.Reg // f32
 }
 
 func (t *topk) newStats() *stats {
-	s := &stats{t: t, kmin: t.constU32(0xFFFFFFFF), kmax: t.constU32(0), nf: t.constU32(0), sum: t.f32()}
-	t.e.Mov(s.sum, ptx.Float(0))
-	return s
+	return &stats{t: t, kmin: t.constU32(0xFFFFFFFF), kmax: t.constU32(0), nf: t.constU32(0)}
 }
 
 // add accumulates x if it is finite.
@@ -832,7 +835,6 @@ func (s *stats) add(x ptx.Reg) {
 		e.Min(s.kmin, s.kmin, k)
 		e.Max(s.kmax, s.kmax, k)
 		e.Add(s.nf, s.nf, ptx.Imm(1))
-		e.Add(s.sum, s.sum, x)
 	})
 }
 
@@ -844,26 +846,22 @@ func (s *stats) reduceMinCount() (kmin, cnt ptx.Reg) {
 	return r[0], r[1]
 }
 
-// blockStats are reduced statistics, the same in every thread. min, mean
-// and max are NaN when cnt is 0.
-type blockStats struct {
-	min, mean, max ptx.Reg // f32
-	cnt            ptx.Reg // u32 finite values
+// valueRange is the smallest and the largest of a set of finite values,
+// the same in every thread; both NaN where the set is empty.
+type valueRange struct {
+	min, max ptx.Reg // f32
 }
 
-func (s *stats) reduce() blockStats {
-	t, e := s.t, s.t.e
-	r := t.blockReduceN([]string{"min", "max", "add", "add"}, []ptx.Reg{s.kmin, s.kmax, s.nf, s.sum}, t.reduce)
-	out := blockStats{min: t.f32(), mean: t.f32(), max: t.f32(), cnt: r[2]}
-	for _, x := range []ptx.Reg{out.min, out.mean, out.max} {
-		e.Mov(x, ptx.FloatBits(0x7FC00000))
-	}
-	e.If(t.setp(ptx.GT, r[2], ptx.Imm(0)), func() {
-		c := t.f32()
-		e.Cvt(c, r[2])
-		e.Div(out.mean, r[3], c)
-		e.Mov(out.min, t.keyToFloat(r[0]))
-		e.Mov(out.max, t.keyToFloat(r[1]))
+// rangeOf turns reduced min and max keys into a valueRange (the min key
+// above the max one: no finite value).
+func (t *topk) rangeOf(kmin, kmax ptx.Reg) valueRange {
+	e := t.e
+	out := valueRange{min: t.f32(), max: t.f32()}
+	e.Mov(out.min, ptx.FloatBits(0x7FC00000))
+	e.Mov(out.max, ptx.FloatBits(0x7FC00000))
+	e.If(t.setp(ptx.LE, kmin, kmax), func() {
+		e.Mov(out.min, t.keyToFloat(kmin))
+		e.Mov(out.max, t.keyToFloat(kmax))
 	})
 	return out
 }
@@ -876,7 +874,10 @@ type sample struct {
 	s     ptx.Reg   // u32 samples taken
 	vals  []ptx.Reg // f32
 	scale ptx.Reg   // f32: n / samples
-	stats blockStats
+	rng   valueRange
+	// target is the count Phase 2 aims for, by how far the sample can be
+	// trusted (topk.target).
+	target ptx.Reg // f32
 }
 
 // sampleRun is how many adjacent elements the sample takes at each of its
@@ -905,11 +906,13 @@ func (t *topk) sampleRow() *sample {
 	stride := t.u32()
 	e.Div(stride, t.n, s) // s >= 1: this path has n > K
 	// In runs: j = R*q + r at R*d*q + r, i.e. j*d - r*(d-1). Single: j*d.
-	runs := t.setp(ptx.LE, stride, ptx.Imm(int64(max(1, t.cfg.K/16))))
+	// Dense: at least 16 points expected in the Top-K (8 distinct in runs).
+	dense := t.setp(ptx.LE, stride, ptx.Imm(int64(max(1, t.cfg.K/16))))
 	back := t.u32()
 	e.Sub(back, stride, ptx.Imm(1))
-	e.Selp(back, back, ptx.Imm(0), runs)
-	smp := &sample{t: t, s: s, scale: t.f32()}
+	e.Selp(back, back, ptx.Imm(0), dense)
+	smp := &sample{t: t, s: s, scale: t.f32(), target: t.f32()}
+	e.Selp(smp.target, ptx.Float(float32(t.target(true))), ptx.Float(float32(t.target(false))), dense)
 	for i := range per {
 		v := t.f32()
 		e.Mov(v, ptx.FloatBits(0xFF800000))
@@ -928,7 +931,9 @@ func (t *topk) sampleRow() *sample {
 	return smp
 }
 
-// finish takes the sample's statistics; the sampled values must be there.
+// finish takes the sample's range, all its estimate needs of it (a sum or
+// a count would be a longer reduction: perf notes 51); the sampled values
+// must be there.
 func (smp *sample) finish() {
 	t, e := smp.t, smp.t.e
 	st := t.newStats()
@@ -939,7 +944,8 @@ func (smp *sample) finish() {
 	e.Cvt(fs, smp.s)
 	e.Cvt(fn, t.n)
 	e.Div(smp.scale, fn, fs)
-	smp.stats = st.reduce()
+	r := t.blockReduceN([]string{"min", "max"}, []ptx.Reg{st.kmin, st.kmax}, t.reduce)
+	smp.rng = t.rangeOf(r[0], r[1])
 }
 
 // evenPoints sets pts to four evenly spaced points strictly inside (lo, hi).
@@ -964,7 +970,7 @@ func (t *topk) evenPoints(pts [4]ptx.Reg, lo, hi ptx.Reg) {
 // so a poor sample costs passes, never exactness.
 func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int) {
 	e := t.e
-	target := ptx.Float(float32(t.target()))
+	target := g.target
 	e.Cvt(g.cntLo, t.n)
 	e.Mov(g.cntHi, ptx.Float(0.5)) // below one element: keeps log finite
 	for round := range rounds {
@@ -1028,8 +1034,17 @@ func (t *topk) logSecant(x ptx.Reg, g guess, target ptx.Operand, damp bool, from
 }
 
 // target is the count Phase 2 aims for: inside [K, MaxCandidates], nearer
-// K, so that Phase 4 has few candidates but one more pass is unlikely.
-func (t *topk) target() int {
+// K, so that Phases 3 and 4 have few candidates but one more pass is
+// unlikely. How near depends on the sample (sampleRow): dense, with 8 or
+// more points expected in the Top-K, its estimate is good enough to aim an
+// eighth of the way (Phases 3 and 4 then take ~2500 candidates instead of
+// ~2900 at K = 2048); sparser (N > 256K at K = 2048), a quarter, or the
+// first pass misses more often than the smaller window saves (perf notes
+// 51).
+func (t *topk) target(dense bool) int {
+	if dense {
+		return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/8
+	}
 	return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/4
 }
 
@@ -1181,7 +1196,7 @@ func (s *search) next(done ptx.Label) {
 	gap := t.u32()
 	e.Sub(gap, s.hi, s.lo)
 	e.BraIf(t.setp(ptx.LE, gap, ptx.Imm(1)), done)
-	target := ptx.Float(float32(t.target()))
+	target := s.g.target
 	e.IfElse(t.setp(ptx.LT, t.iters, ptx.Imm(secantIters)), func() {
 		e.Max(s.g.cntHi, s.g.cntHi, ptx.Float(0.5))
 		both := t.pred()
@@ -1310,7 +1325,7 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 }
 
 func (t *topk) newGuess() guess {
-	g := guess{lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32()}
+	g := guess{lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32(), target: t.f32()}
 	for i := range g.first {
 		g.first[i] = t.f32()
 	}
