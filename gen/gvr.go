@@ -743,7 +743,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	// (past the slice's cluster barrier, which their mbarriers need), and
 	// the sample's estimate is worked out while they travel. (Reduced
 	// with the sample's range in one block reduction they went out later,
-	// once the sample was in too: 0.5-2% slower, perf notes 51.)
+	// once the sample was in too: 0.5-1.5% slower, perf notes 51.)
 	var kmin, cnt ptx.Reg
 	if cluster {
 		for _, x := range xs {
@@ -797,7 +797,7 @@ func (t *topk) phase1SampleStats() guess {
 // over the sample's range gives the anchors, and the first pass counts the
 // points whose estimated counts are 1 and 1.6 times the target, so that it
 // lands in [K, MaxCandidates] when the estimate is off by a factor between
-// 0.42 and 2.
+// 0.42 and 2 (0.5 and 2.4 at a dense sample's target).
 func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 	e := t.e
 	e.Mov(g.target, smp.target)
