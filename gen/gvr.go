@@ -714,7 +714,19 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 		}
 		return xs
 	}
-	gatherRest := func() {
+	// The first step's values load while the sample's estimate is
+	// worked out (its block reductions need no prediction): the estimate
+	// costs no time of its own where it fits in that memory latency. (K
+	// = 2048 over 512 threads is that one step.)
+	j0 := t.u32()
+	e.Add(j0, first, t.tid)
+	xs := gather(j0)
+	// mine takes in the first step's values, gathers the rest of my share
+	// and reduces their minimum key and count across the CTA.
+	mine := func() (kmin, cnt ptx.Reg) {
+		for _, x := range xs {
+			st.add(x)
+		}
 		j := t.u32()
 		e.Add(j, first, t.tid)
 		e.Add(j, j, ptx.Imm(unroll*B))
@@ -723,14 +735,8 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 				st.add(x)
 			}
 		})
+		return st.reduceMinCount()
 	}
-	// The first step's values load while the sample's estimate is
-	// worked out (its block reductions need no prediction): the estimate
-	// costs no time of its own where it fits in that memory latency. (K
-	// = 2048 over 512 threads is that one step.)
-	j0 := t.u32()
-	e.Add(j0, first, t.tid)
-	xs := gather(j0)
 	// A row sample, loading while the predicted values do: how far the
 	// prediction can be trusted is not known until Phase 2 counts. Its
 	// loads go out after the first step's, which would otherwise queue
@@ -746,11 +752,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	// once the sample was in too: 0.5-1.5% slower, perf notes 51.)
 	var kmin, cnt ptx.Reg
 	if cluster {
-		for _, x := range xs {
-			st.add(x)
-		}
-		gatherRest()
-		kmin, cnt = st.reduceMinCount()
+		kmin, cnt = mine()
 		t.syncCluster()
 		t.part.send(t.cta, []ptx.Reg{kmin, cnt})
 	}
@@ -770,11 +772,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 		tot, _ := t.part.receive(t.cta, 2, []string{"min", "add"})
 		kmin, cnt = tot[0], tot[1]
 	} else {
-		for _, x := range xs {
-			st.add(x)
-		}
-		gatherRest()
-		kmin, cnt = st.reduceMinCount()
+		kmin, cnt = mine()
 	}
 	t.mark(MarkP1Values)
 	e.Mov(t.valid, cnt)
@@ -1035,8 +1033,8 @@ func (t *topk) logSecant(x ptx.Reg, g guess, target ptx.Operand, damp bool, from
 
 // target is the count Phase 2 aims for: inside [K, MaxCandidates], nearer
 // K, so that Phases 3 and 4 have few candidates but one more pass is
-// unlikely. How near depends on the sample (sampleRow): dense, with 8 or
-// more points expected in the Top-K, its estimate is good enough to aim an
+// unlikely. How near depends on the sample (sampleRow): dense (16 or more
+// points expected in the Top-K, 8 distinct in runs), its estimate is good enough to aim an
 // eighth of the way (Phases 3 and 4 then take ~2500 candidates instead of
 // ~2900 at K = 2048); sparser (N > 256K at K = 2048), a quarter, or the
 // first pass misses more often than the smaller window saves (perf notes

@@ -530,6 +530,13 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(b.bits, pos, 4), bits)
 		return
 	}
+	c.storeGlobal(o, pos, idx, bits)
+}
+
+// storeGlobal writes slot pos of o's row in global memory: the index, and
+// the value bits where o has values.
+func (c *cta) storeGlobal(o outRow, pos, idx, bits ptx.Reg) {
+	e := c.e
 	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, pos, 4), idx)
 	e.If(o.hasVals, func() {
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)
@@ -715,10 +722,7 @@ func (c *cta) writeSelected(w walker, sel func(elem) ptx.Pred, o outRow, scratch
 			idx, bits := c.u32(), c.u32()
 			e.Ld(ptx.SpaceShared, idx, c.smem.elem(b.idx, j, 4))
 			e.Ld(ptx.SpaceShared, bits, c.smem.elem(b.bits, j, 4))
-			e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, j, 4), idx)
-			e.If(o.hasVals, func() {
-				e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, j, 4), bits)
-			})
+			c.storeGlobal(o, j, idx, bits)
 		})
 	}
 }
