@@ -36,14 +36,16 @@
 // The Top-K kernels (gvr.go) follow the GVR paper's four phases, with
 // changes that measurements on an H200 paid for (docs/perf-notes.md):
 //
-//   - Phase 1 (pre-indexed statistics) reduces the predicted scores' min and
-//     max on order-preserving keys (redux.sync where the target has it) and
-//     their mean. The paper starts from the mean; a good prediction's mean
-//     lies above the K-th value, so the first pass counts at the minimum.
-//     A prediction can be weak (a decode's early layers overlap their
-//     previous step by 1.5%), so the other point the first pass counts is a
-//     row sample's estimate, as in the fallback, its loads overlapping the
-//     prediction's.
+//   - Phase 1 (pre-indexed statistics) reduces the predicted scores'
+//     minimum and count on order-preserving keys (redux.sync where the
+//     target has it); in a cluster each CTA gathers 1/C of them and the
+//     partial results are combined across the cluster. The paper starts
+//     from the mean; a good prediction's mean lies above the K-th value, so
+//     the first pass counts at the minimum. A prediction can be weak (a
+//     decode's early layers overlap their previous step by 1.5%), so the
+//     other point the first pass counts is a row sample's estimate, as in
+//     the fallback, its loads overlapping the prediction's, aimed nearer K
+//     where the sample is dense.
 //   - Phase 2 (threshold search) counts two thresholds in its first pass and
 //     keeps the one in [K, MaxCandidates] with the fewest candidates; later
 //     passes follow a log-count secant (tail counts fall exponentially, which

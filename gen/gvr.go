@@ -652,12 +652,12 @@ func (t *topk) exactPath() {
 	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes, t.smallRow, true, nil)
 }
 
-// phase1PreIndexStats: min, max and mean of the scores at the predicted
-// indices (the previous step's Top-K). Indices outside [0, n) are skipped,
-// duplicates count as often as they appear, and only finite scores enter
-// the statistics. Min and max are taken on order-preserving keys, so the
-// warp reductions are single redux.sync instructions where the target has
-// them. The first pass counts the predicted minimum, right for a good
+// phase1PreIndexStats: the minimum and the count of the scores at the
+// predicted indices (the previous step's Top-K). Indices outside [0, n)
+// are skipped, duplicates count as often as they appear, and only finite
+// scores enter the statistics. The minimum is taken on order-preserving
+// keys, so the warp reductions are single redux.sync instructions where
+// the target has them. The first pass counts the predicted minimum, right for a good
 // prediction, and a row sample's estimate (estimateThreshold), right
 // whatever the prediction; without a usable prediction (pred_count 0, or
 // no valid index with a finite score) the sample's two points, as in the
