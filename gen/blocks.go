@@ -82,6 +82,17 @@ func (c *cta) blockReduce(op string, v ptx.Reg, scratch region) ptx.Reg {
 // one to publish the warp results, one so that scratch may be reused at
 // once. Float sums are deterministic: the reduction tree is fixed.
 func (c *cta) blockReduceN(ops []string, vals []ptx.Reg, scratch region) []ptx.Reg {
+	c.publishWarpReductions(ops, vals, scratch)
+	c.sync()
+	out := c.collectWarpReductions(ops, vals, scratch)
+	c.sync()
+	return out
+}
+
+// publishWarpReductions is blockReduceN's first half: each warp's lane 0
+// stores the warp's reductions into scratch. A barrier must follow before
+// collectWarpReductions.
+func (c *cta) publishWarpReductions(ops []string, vals []ptx.Reg, scratch region) {
 	e := c.e
 	nw := int64(c.warps())
 	ws := make([]ptx.Reg, len(vals))
@@ -95,9 +106,16 @@ func (c *cta) blockReduceN(ops []string, vals []ptx.Reg, scratch region) []ptx.R
 			e.St(ptx.SpaceShared, w.T, c.smem.elem(scratch, slot, 4), w)
 		}
 	})
-	c.sync()
-	// Every warp reduces the per-warp results itself (one word per lane), so
-	// no second broadcast through shared memory is needed.
+}
+
+// collectWarpReductions is blockReduceN's second half, past the barrier
+// after publishWarpReductions: every warp reduces the per-warp results
+// itself (one word per lane), so no second broadcast through shared memory
+// is needed. vals give the types. scratch must not be written again before
+// another barrier.
+func (c *cta) collectWarpReductions(ops []string, vals []ptx.Reg, scratch region) []ptx.Reg {
+	e := c.e
+	nw := int64(c.warps())
 	out := make([]ptx.Reg, len(vals))
 	lanes := c.setp(ptx.LT, c.lane, ptx.Imm(nw))
 	for i, v := range vals {
@@ -110,8 +128,35 @@ func (c *cta) blockReduceN(ops []string, vals []ptx.Reg, scratch region) []ptx.R
 		})
 		out[i] = c.warpReduce(ops[i], x)
 	}
-	c.sync()
 	return out
+}
+
+// reductionRun is scratch for a run of block reductions with one barrier
+// each instead of blockReduceN's two: consecutive reductions alternate
+// between its two halves, so each writes its half only past the barrier of
+// the one before, which every thread reaches after reading that half. The
+// run must be straight-line code (none of its reductions in a loop), and
+// nothing else may use its scratch.
+type reductionRun struct {
+	half [2]region // one word per warp per value each
+	next int
+}
+
+func allocReductionRun(l *layout, name string, values, warps int) *reductionRun {
+	r := &reductionRun{}
+	for i := range r.half {
+		r.half[i] = l.alloc(fmt.Sprintf("%s%d", name, i), 4*values*warps, 16)
+	}
+	return r
+}
+
+// reduceIn is blockReduceN in the run.
+func (c *cta) reduceIn(run *reductionRun, ops []string, vals []ptx.Reg) []ptx.Reg {
+	s := run.half[run.next%2]
+	run.next++
+	c.publishWarpReductions(ops, vals, s)
+	c.sync()
+	return c.collectWarpReductions(ops, vals, s)
 }
 
 // warpInclusiveScan returns the running sum of v over lanes 0..lane.

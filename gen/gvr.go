@@ -112,6 +112,7 @@ type topk struct {
 type topkShared struct {
 	sel    selectShared
 	reduce region                     // block reductions of up to four values
+	p1     *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	cand   struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
 	stage  *staging                   // sorted output only
 }
@@ -126,6 +127,7 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 	if withCand {
 		s.cand.bits = l.alloc("cand_bits", 4*cfg.MaxCandidates, 16)
 		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
+		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
 	}
 	if cfg.Sorted {
 		s.stage = allocStaging(l, cfg.K)
@@ -566,6 +568,12 @@ func (t *topk) body(phase1 func() guess) {
 		t.leaderOnly()
 		t.copyShortRow()
 	}, func() {
+		// Phase 4's first histogram and small-bin counter are cleared
+		// now (clearSelect), before Phase 1's loads go out, rather than
+		// on Phase 4's path behind barriers of their own; Phases 1-3 pass
+		// many barriers before Phase 4 reads them. (Cleared in Phase 1,
+		// the stores queued behind the sample's loads: perf notes 53.)
+		t.clearSelect(t.sel)
 		t.onMark = t.mark // startSlice's own points
 		t.startPart()
 		t.onMark = nil
@@ -649,7 +657,7 @@ func (t *topk) exactPath() {
 	// The radix passes loop over the digits: the row walk is long (an
 	// unrolled vector loop), and inlined once per digit it made this rarely
 	// taken path most of the GVR kernels' code.
-	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes, t.smallRow, true, nil)
+	t.exactSelect(t.rowWalker(), t.k, t.sel, t.out, t.passes, selectHow{small: t.smallRow, loop: true})
 }
 
 // phase1PreIndexStats: the minimum and the count of the scores at the
@@ -840,7 +848,7 @@ func (s *stats) add(x ptx.Reg) {
 // every thread; the key is 0xFFFFFFFF where the count is 0), what
 // Phase 1 takes of the predicted values.
 func (s *stats) reduceMinCount() (kmin, cnt ptx.Reg) {
-	r := s.t.blockReduceN([]string{"min", "add"}, []ptx.Reg{s.kmin, s.nf}, s.t.reduce)
+	r := s.t.reduceIn(s.t.p1, []string{"min", "add"}, []ptx.Reg{s.kmin, s.nf})
 	return r[0], r[1]
 }
 
@@ -942,7 +950,7 @@ func (smp *sample) finish() {
 	e.Cvt(fs, smp.s)
 	e.Cvt(fn, t.n)
 	e.Div(smp.scale, fn, fs)
-	r := t.blockReduceN([]string{"min", "max"}, []ptx.Reg{st.kmin, st.kmax}, t.reduce)
+	r := t.reduceIn(t.p1, []string{"min", "max"}, []ptx.Reg{st.kmin, st.kmax})
 	smp.rng = t.rangeOf(r[0], r[1])
 }
 
@@ -983,7 +991,7 @@ func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int)
 			}
 			cnts = append(cnts, c)
 		}
-		r := t.blockReduceN([]string{"add", "add", "add", "add"}, cnts, t.reduce)
+		r := t.reduceIn(t.p1, []string{"add", "add", "add", "add"}, cnts)
 		est := make([]ptx.Reg, 4)
 		for i := range est {
 			est[i] = t.f32()
@@ -1317,7 +1325,7 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 		span := t.spanOf(cands, t.reduce)
 		t.mark(MarkP4Span)
 		t.onMark = t.mark // exactSelect's own points
-		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, true, false, &span)
+		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, selectHow{small: true, span: &span, cleared: true})
 		t.onMark = nil
 	})
 }

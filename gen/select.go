@@ -57,21 +57,37 @@ func (s keySpan) rank(c *cta, k ptx.Reg) ptx.Reg {
 	return r
 }
 
+// spanOps are the reductions a key span takes of its keys: the smallest,
+// the largest, and the bits every key has set (and) and any key has (or).
+var spanOps = []string{"min", "max", "and", "or"}
+
+// spanAcc accumulates spanOps over one thread's keys.
+type spanAcc [4]ptx.Reg // u32, in spanOps' order
+
+func (c *cta) newSpanAcc() spanAcc {
+	return spanAcc{c.constU32(0xFFFFFFFF), c.constU32(0), c.constU32(0xFFFFFFFF), c.constU32(0)}
+}
+
+func (a spanAcc) add(c *cta, k ptx.Reg) {
+	for i, op := range spanOps {
+		c.combine(op, a[i], a[i], k)
+	}
+}
+
 // spanOf walks w once and returns the span of its keys, in every thread
-// (scratch: two words per warp). A single key, or none, gives shift 32:
-// every rank 0 (shl clamps the shift at 32).
+// (scratch: four words per warp).
 func (c *cta) spanOf(w walker, scratch region) keySpan {
+	acc := c.newSpanAcc()
+	w(func(x elem) { acc.add(c, c.key(x.bits)) })
+	r := c.blockReduceN(spanOps, acc[:], scratch)
+	return c.spanFrom(spanAcc(r))
+}
+
+// spanFrom is the span of keys whose spanOps reductions are r. No keys (min
+// above max), or a single one, gives shift 32: every rank 0 (shl clamps
+// the shift at 32).
+func (c *cta) spanFrom(r spanAcc) keySpan {
 	e := c.e
-	lo, hi := c.constU32(0xFFFFFFFF), c.constU32(0)
-	all, any := c.constU32(0xFFFFFFFF), c.constU32(0)
-	w(func(x elem) {
-		k := c.key(x.bits)
-		e.Min(lo, lo, k)
-		e.Max(hi, hi, k)
-		e.And(all, all, k)
-		e.Or(any, any, k)
-	})
-	r := c.blockReduceN([]string{"min", "max", "and", "or"}, []ptx.Reg{lo, hi, all, any}, scratch)
 	d := c.u32()
 	e.Sub(d, r[1], r[0])
 	span := keySpan{min: r[0], shift: c.u32(), zeros: c.u32()}
@@ -113,7 +129,7 @@ func (c *cta) tieSelect(w walker, kth, need ptx.Reg, sh selectShared, passes ptx
 	ties := c.tiesOf(w, kth) // ^index: the lowest index ranks highest
 	span := c.spanOfStream(ties, sh.scratch)
 	ranked := func(visit func(ptx.Reg)) { ties(func(v ptx.Reg) { visit(span.rank(c, v)) }) }
-	r := c.newRadix(ranked, need, sh, passes)
+	r := c.newRadix(ranked, need, sh, passes, false)
 	r.pass()
 	v := c.u32()
 	e.IfElse(c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)), func() {
@@ -156,9 +172,7 @@ func (c *cta) spanOfStream(s stream, scratch region) keySpan {
 // (the values are distinct). The result does not depend on the order.
 func (c *cta) smallRanks(s stream, r *radix) ptx.Reg {
 	e, sh := c.e, r.sh
-	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
-	})
+	c.clearSmallCount(sh)
 	c.sync()
 	s(func(v ptx.Reg) {
 		m := c.u32()
@@ -197,8 +211,42 @@ type selectShared struct {
 	hist    [2]region // one u32 per bin; passes alternate between the two
 	scratch region    // one u32 per warp (block scans)
 	scalars region    // the found digit, count above it, count in it; smallSelect's counter
-	small   region    // smallSelect's (key, index) pairs, one per lane
+	small   region    // smallSelect's (key, index, thread) entries, one per lane
 	bins    int
+}
+
+// clearSelect zeroes what an exact selection clears first, its first
+// histogram and the small bin's counter, ahead of time: a select told so
+// (selectHow.cleared) starts without two clearings and their barriers. A
+// barrier must come between it and the select.
+func (c *cta) clearSelect(sh selectShared) {
+	c.clearShared(c.histOf(sh.hist[0]), sh.bins)
+	c.clearSmallCount(sh)
+}
+
+// clearSmallCount zeroes the counter smallSelect and smallRanks gather with.
+func (c *cta) clearSmallCount(sh selectShared) {
+	e := c.e
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
+	})
+}
+
+// selectHow says how exactSelect goes about it.
+type selectHow struct {
+	// small: once few elements share the K-th one's high digits, one
+	// warp ranks them (smallSelect) instead of further passes.
+	small bool
+	// loop: each radix select is a PTX loop over its digits (for walks
+	// too long to inline once per digit); else its passes are inlined.
+	loop bool
+	// span, if non-nil: the digits are those of the keys' offsets within
+	// the span (keySpan), and, with small, the small-bin test comes after
+	// the first digit.
+	span *keySpan
+	// cleared: clearSelect ran (behind a barrier) since the shared
+	// memory was last used.
+	cleared bool
 }
 
 func allocSelect(l *layout, bins, warps int) selectShared {
@@ -206,7 +254,7 @@ func allocSelect(l *layout, bins, warps int) selectShared {
 		hist:    [2]region{l.alloc("hist0", 4*bins, 16), l.alloc("hist1", 4*bins, 16)},
 		scratch: l.alloc("select_scratch", 4*warps, 4),
 		scalars: l.alloc("select_scalars", 16, 16),
-		small:   l.alloc("select_small", 8*warpSize, 16),
+		small:   l.alloc("select_small", 16*warpSize, 16),
 		bins:    bins,
 	}
 }
@@ -226,7 +274,7 @@ type selection struct {
 // (radix.loop), else one inlined copy per digit. passes, if non-nil, counts
 // the passes made.
 func (c *cta) radixSelect(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg, loop bool) selection {
-	r := c.newRadix(s, R, sh, passes)
+	r := c.newRadix(s, R, sh, passes, false)
 	if loop {
 		r.loop(nil)
 		return r.sel
@@ -256,7 +304,10 @@ type radix struct {
 // digit is the rank bits [lo, hi) one pass histograms.
 type digit struct{ lo, hi int }
 
-func (c *cta) newRadix(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) *radix {
+// newRadix starts a radix select of the R-th largest rank of s: its first
+// histogram is cleared, behind a barrier, unless cleared says it is zero
+// already (clearSelect).
+func (c *cta) newRadix(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg, cleared bool) *radix {
 	e := c.e
 	r := &radix{c: c, s: s, sh: sh, passes: passes, rem: c.u32(),
 		sel: selection{r: c.constU32(0), above: c.constU32(0), equal: c.u32()}, fixed: ptx.Imm(0)}
@@ -265,8 +316,10 @@ func (c *cta) newRadix(s stream, R ptx.Reg, sh selectShared, passes ptx.Reg) *ra
 	for hi := 32; hi > 0; hi -= db {
 		r.digits = append(r.digits, digit{max(0, hi-db), hi})
 	}
-	c.clearShared(c.histOf(sh.hist[0]), 1<<(r.digits[0].hi-r.digits[0].lo))
-	c.sync()
+	if !cleared {
+		c.clearShared(c.histOf(sh.hist[0]), 1<<(r.digits[0].hi-r.digits[0].lo))
+		c.sync()
+	}
 	return r
 }
 
@@ -547,19 +600,18 @@ func (c *cta) storeGlobal(o outRow, pos, idx, bits ptx.Reg) {
 // in the Top-K order (key descending, then index ascending) is found as a
 // (key, index) pair; then every element before it in that order, and it,
 // are written. A radix select on the keys fixes all digits but the last;
-// with small, if few elements then share the K-th one's high bits, one warp
-// ranks them exactly (smallSelect). Otherwise the last digit pass follows,
-// and, if only some of the elements equal to the K-th key fit, a second
-// radix select on their inverted indices finds the cut. With loop, each
-// radix select is a PTX loop over its digits (for walks too long to inline
-// once per digit); else its passes are inlined.
+// with how.small, if few elements then share the K-th one's high bits, one
+// warp ranks them exactly (smallSelect). Otherwise the last digit pass
+// follows, and, if only some of the elements equal to the K-th key fit, a
+// second radix select on their inverted indices finds the cut.
 //
-// With span, the radix digits are those of the keys' offsets within the
+// With how.span, the radix digits are those of the keys' offsets within the
 // span (keySpan) instead of the keys', and, with small, the small-bin test
 // comes after the first digit: the candidates of Phase 4 spread over the
 // bins of one pass, and the K-th one's bin then holds a few.
-func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, small, loop bool, span *keySpan) {
+func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, how selectHow) {
 	e := c.e
+	small, loop, span := how.small, how.loop, how.span
 	rankOf, toKey := c.key, func(r ptx.Reg) {}
 	if span != nil {
 		rankOf = func(b ptx.Reg) ptx.Reg { return span.rank(c, c.key(b)) }
@@ -568,7 +620,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 			e.Add(r, r, span.min)
 		}
 	}
-	r := c.newRadix(c.ranksOf(w, rankOf), K, sh, passes)
+	r := c.newRadix(c.ranksOf(w, rankOf), K, sh, passes, how.cleared)
 	kthKey, kthIdx := c.u32(), c.u32()
 	ties := func() {
 		need := c.u32()
@@ -586,9 +638,28 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 			e.Mov(kthIdx, c.tieSelect(w, kthKey, need, sh, passes))
 		})
 	}
+	// The selection: every element before the K-th in the Top-K order,
+	// and it. n is how many of them this thread's walk visits.
+	selected := func(x elem) ptx.Pred {
+		k := c.key(x.bits)
+		sel := c.setp(ptx.GT, k, kthKey)
+		tie := c.setp(ptx.EQ, k, kthKey)
+		e.AndPred(tie, tie, c.setp(ptx.LE, x.idx(), kthIdx))
+		e.OrPred(sel, sel, tie)
+		return sel
+	}
+	n := c.u32()
+	// Where the small bin is ranked after the first pass, smallSelect
+	// counts n as it goes (the second histogram is clear and free then,
+	// and holds a counter per thread): no count pass.
+	counting := small && !loop && span != nil && len(r.digits) > 1 && sh.bins >= c.threads
 	smallBin := func() ptx.Pred { return c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)) }
 	smallSel := func() {
-		c.smallSelect(w, r, rankOf, kthKey, kthIdx)
+		var counted ptx.Reg
+		if counting {
+			counted = n
+		}
+		c.smallSelect(w, r, rankOf, kthKey, kthIdx, how.cleared, counted)
 		toKey(kthKey)
 	}
 	switch {
@@ -623,21 +694,23 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 			}
 			ties()
 		}
-		if small {
+		switch {
+		case counting:
+			e.IfElse(smallBin(), smallSel, func() {
+				rest()
+				e.Mov(n, c.countSelected(w, selected))
+			})
+		case small:
 			e.IfElse(smallBin(), smallSel, rest)
-		} else {
+		default:
 			rest()
 		}
 	}
 	c.markAt(MarkP4Kth)
-	c.writeSelected(w, func(x elem) ptx.Pred {
-		k := c.key(x.bits)
-		sel := c.setp(ptx.GT, k, kthKey)
-		tie := c.setp(ptx.EQ, k, kthKey)
-		e.AndPred(tie, tie, c.setp(ptx.LE, x.idx(), kthIdx))
-		e.OrPred(sel, sel, tie)
-		return sel
-	}, o.buffered(sh), sh.scratch)
+	if !counting {
+		e.Mov(n, c.countSelected(w, selected))
+	}
+	c.writeSelected(w, selected, n, o.buffered(sh), sh.scratch)
 	c.markAt(MarkP4Written)
 }
 
@@ -645,33 +718,50 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 // digits r has fixed: it gathers them (key, index) into shared memory, in
 // any order, and one warp ranks each against the others in the Top-K order;
 // the one ranked r.rem-th is the K-th. The ranks do not depend on the
-// gathering order, so neither does the result.
-func (c *cta) smallSelect(w walker, r *radix, rankOf func(bits ptx.Reg) ptx.Reg, kthKey, kthIdx ptx.Reg) {
+// gathering order, so neither does the result. cleared: its counter is
+// zero already (clearSelect).
+//
+// With counted (a u32 register; none: TypeInvalid), it also counts there
+// this thread's elements of the selection (every element before the K-th
+// in the Top-K order, and it), so that no count pass over w is needed:
+// those above the bin as it walks, those in the bin as the warp ranks
+// them, each added to its thread's counter in r.sh.hist[1], which must be
+// zero and hold a word per thread (the first of several passes leaves it
+// so, cleared for the second).
+func (c *cta) smallSelect(w walker, r *radix, rankOf func(bits ptx.Reg) ptx.Reg, kthKey, kthIdx ptx.Reg, cleared bool, counted ptx.Reg) {
 	e, sh := c.e, r.sh
 	e.Comment("small bin: one warp ranks the elements that share the K-th one's high bits")
-	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
-	})
-	c.sync()
+	if !cleared {
+		c.clearSmallCount(sh)
+		c.sync()
+	}
+	counting := counted.T != ptx.TypeInvalid
+	if counting {
+		e.Mov(counted, ptx.Imm(0))
+	}
 	w(func(x elem) {
 		k := rankOf(x.bits)
 		m := c.u32()
 		e.And(m, k, r.fixed)
+		if counting { // higher digits than the K-th's: selected
+			e.Guarded(c.setp(ptx.GT, m, r.sel.r), func() { e.Add(counted, counted, ptx.Imm(1)) })
+		}
 		e.If(c.setp(ptx.EQ, m, r.sel.r), func() {
 			slot := c.u32()
 			e.Atom(ptx.SpaceShared, "add", slot, c.smem.at(sh.scalars, 12), ptx.Imm(1))
-			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 8), ptx.Vec{k, x.idx()})
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 16), ptx.Vec{k, x.idx(), c.tid, c.tid})
 		})
 	})
 	c.sync()
 	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
 		// Lane l holds element l (past the gathered ones: the lowest
 		// possible (key, index), which ranks after all of them).
-		k, i := c.u32(), c.u32()
+		k, i, owner, pad := c.u32(), c.u32(), c.u32(), c.u32()
 		e.Mov(k, ptx.Imm(0))
 		e.Mov(i, ptx.Imm(0xFFFFFFFF))
-		e.If(c.setp(ptx.LT, c.lane, r.sel.equal), func() {
-			e.Ld(ptx.SpaceShared, ptx.Vec{k, i}, c.smem.elem(sh.small, c.lane, 8))
+		in := c.setp(ptx.LT, c.lane, r.sel.equal)
+		e.If(in, func() {
+			e.Ld(ptx.SpaceShared, ptx.Vec{k, i, owner, pad}, c.smem.elem(sh.small, c.lane, 16))
 		})
 		// rank = how many elements come before this one; the 32 steps
 		// unrolled, so that their shuffles overlap.
@@ -692,22 +782,46 @@ func (c *cta) smallSelect(w walker, r *radix, rankOf func(bits ptx.Reg) ptx.Reg,
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 0), k)
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 4), i)
 		})
+		if counting { // ranked at or before the K-th: selected
+			sel := c.setp(ptx.LT, rank, r.rem)
+			e.AndPred(sel, sel, in)
+			e.Guarded(sel, func() {
+				e.Red(ptx.SpaceShared, "add", ptx.U32, c.bin(c.histOf(sh.hist[1]), owner), ptx.Imm(1))
+			})
+		}
 	})
 	c.sync()
 	e.Ld(ptx.SpaceShared, kthKey, c.smem.at(sh.scalars, 0))
 	e.Ld(ptx.SpaceShared, kthIdx, c.smem.at(sh.scalars, 4))
+	if counting {
+		mine := c.u32()
+		e.Ld(ptx.SpaceShared, mine, c.bin(c.histOf(sh.hist[1]), c.tid))
+		e.Add(counted, counted, mine)
+	}
+}
+
+// countSelected is a count pass: how many elements of this thread's walk
+// sel holds for.
+func (c *cta) countSelected(w walker, sel func(elem) ptx.Pred) ptx.Reg {
+	n := c.constU32(0)
+	w(func(x elem) {
+		c.e.Guarded(sel(x), func() { c.e.Add(n, n, ptx.Imm(1)) })
+	})
+	return n
 }
 
 // writeSelected writes the elements of w for which sel holds to o, at
-// positions in walk order: a count pass, a block exclusive scan of the
-// per-thread counts, and a write pass. The output never depends on timing.
-func (c *cta) writeSelected(w walker, sel func(elem) ptx.Pred, o outRow, scratch region) {
+// positions in walk order: a block exclusive scan of the per-thread counts
+// n (countSelected's), and a write pass. The output never depends on
+// timing.
+func (c *cta) writeSelected(w walker, sel func(elem) ptx.Pred, n ptx.Reg, o outRow, scratch region) {
 	e := c.e
-	n := c.constU32(0)
-	w(func(x elem) {
-		e.Guarded(sel(x), func() { e.Add(n, n, ptx.Imm(1)) })
-	})
-	pos, total := c.blockExclusiveScan(n, scratch)
+	// Buffered, the barrier before the copy-out is the one the scan's
+	// scratch needs before it is written again.
+	pos, total := c.blockScan(n, scratch)
+	if o.buf == nil {
+		c.sync()
+	}
 	w(func(x elem) {
 		e.If(sel(x), func() {
 			c.store(o, pos, x.idx(), x.bits)
