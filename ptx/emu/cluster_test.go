@@ -101,8 +101,9 @@ func TestClusterRegisters(t *testing.T) {
 // next CTA of its cluster through mapa (and the previous one's through a
 // generic address), adds one to a counter in rank 0's shared memory with
 // red.shared::cluster, and stores what it read; rank 0 stores the counter
-// after the second barrier. The second barrier is split: each thread
-// stores between its arrive and its wait.
+// after the second barrier (thread 0 clears it before the first). The
+// second barrier is split: each thread stores between its arrive and its
+// wait.
 func exchangeKernel(t *testing.T, size int, barrier bool) *Program {
 	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
 		buf := m.Shared("buf", ptx.U32, 64, 4)
@@ -116,6 +117,9 @@ func exchangeKernel(t *testing.T, size int, barrier bool) *Program {
 		e.Mov(a, buf)
 		e.Add(a, a, off)
 		e.St(ptx.SpaceShared, ptx.U32, ptx.At(a, 0), v)
+		zero := e.Pred() // shared memory starts as garbage: thread 0 clears the counter
+		e.Setp(zero, ptx.EQ, tid, ptx.Imm(0))
+		e.If(zero, func() { e.St(ptx.SpaceShared, ptx.U32, ptx.At(count, 0), ptx.Imm(0)) })
 		if barrier {
 			e.BarrierClusterSync()
 		}

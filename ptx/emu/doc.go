@@ -82,7 +82,10 @@
 // uses, in declaration order and alignment, then the .extern region of
 // the contract's SharedBytes. A CTA's shared window starts at 0x40000 in
 // the .shared space (nonzero, so an offset mistaken for an address faults);
-// generic shared addresses are 0x7000_0000_0000 plus that. Every access must
+// generic shared addresses are 0x7000_0000_0000 plus that. A CTA's shared
+// memory starts as garbage (every byte 0xA5), as on a GPU, where it holds
+// what the SM's last CTA left: a kernel that reads a word it never wrote
+// goes wrong here too. Every access must
 // be naturally aligned to its whole size (16 bytes for .v4.f32). Parameters
 // are packed by the .param list at natural alignment, from the launch's
 // Args (the low bytes for narrower types, float32 as its bits).

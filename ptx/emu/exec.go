@@ -133,11 +133,20 @@ type barrier struct {
 	waiting  []*warp
 }
 
+// smemGarbage is every byte of a CTA's shared memory at its start.
+const smemGarbage = 0xA5
+
 // newCTA sets up the warps of CTA id, rank rank of cluster cl, reusing
 // the launch's register files.
 func (ls *launchState) newCTA(cl *cluster, id [3]int, rank int) *cta {
 	k := ls.k
 	c := &cta{ls: ls, k: k, cl: cl, id: id, rank: rank, smem: make([]byte, ls.smemSize)}
+	// A GPU leaves a CTA's shared memory as the last CTA on its SM left
+	// it: start from garbage, not zeros, so that a kernel which reads what
+	// it never wrote goes wrong here too.
+	for i := range c.smem {
+		c.smem[i] = smemGarbage
+	}
 	for i := range c.cid {
 		c.cid[i] = id[i] % ls.cshape[i]
 	}

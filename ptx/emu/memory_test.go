@@ -172,6 +172,7 @@ func TestAtomicAddF32Subnormal(t *testing.T) {
 		if sp == ptx.SpaceShared {
 			s := e.Reg(ptx.U32)
 			e.Mov(s, sh)
+			e.St(sp, ptx.U32, ptx.At(s, 0), ptx.Imm(0)) // shared memory starts as garbage
 			e.Red(sp, "add", ptx.F32, ptx.At(s, 0), v)
 			e.Ld(sp, v, ptx.At(s, 0))
 			e.St(ptx.SpaceGlobal, ptx.F32, ptx.At(cell, 0), v)
@@ -260,5 +261,42 @@ func TestGenericAndVectors(t *testing.T) {
 	fs := mustReadF32s(t, mem, o+8, 2)
 	if addr[0] != sharedWindow || fs[0] != 2.5 || fs[1] != 3.5 {
 		t.Errorf("shared address %#x, values %v", addr[0], fs)
+	}
+}
+
+// Shared memory, static and dynamic, starts as garbage in every CTA, as on
+// a GPU: a word read before any write is 0xA5A5A5A5, not zero. (Zeros hid
+// a kernel that never cleared its histogram: the gen suite passed without
+// gen.clearSelect.)
+func TestSharedStartsAsGarbage(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	static := m.Shared("cell", ptx.U32, 1, 4)
+	dyn := m.ExternShared("dyn", 16)
+	e := m.NewEntry("k")
+	out := e.LdParam(e.Param("out", ptx.U64))
+	a, v, w := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+	e.Mov(a, static)
+	e.Ld(ptx.SpaceShared, v, ptx.At(a, 0))
+	e.Mov(a, dyn)
+	e.Ld(ptx.SpaceShared, w, ptx.At(a, 12))
+	i := e.Reg(ptx.U32)
+	e.Mov(i, ptx.CtaIDX)
+	e.Mul(i, i, ptx.Imm(2))
+	storeAt(e, out, i, v)
+	e.Add(i, i, ptx.Imm(1))
+	storeAt(e, out, i, w)
+	// Written and read back, a word holds what was written.
+	e.St(ptx.SpaceShared, ptx.U32, ptx.At(a, 12), ptx.Imm(7))
+	e.Ret()
+	p := mustLoad(t, m)
+	mem := NewMemory()
+	o := mem.Alloc(4*2*3, 0)
+	if _, err := p.Run(mem, Launch{Grid: [3]int{3}, Args: mustArgs(t, p, "k", 32, 16).Set("out", o)}); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range mustReadU32s(t, mem, o, 6) {
+		if v != 0xA5A5A5A5 {
+			t.Errorf("word %d: %#x, want 0xa5a5a5a5 (a CTA's shared memory starts as garbage)", i, v)
+		}
 	}
 }

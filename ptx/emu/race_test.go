@@ -133,6 +133,10 @@ func TestRaceAtomicsAreClean(t *testing.T) {
 	e.Mov(base, hist)
 	e.And(bin, tid, ptx.Imm(7))
 	e.Mad(a, bin, ptx.Imm(4), base)
+	first := e.Pred() // shared memory starts as garbage: threads 0-7 clear the bins
+	e.Setp(first, ptx.LT, tid, ptx.Imm(8))
+	e.If(first, func() { e.St(ptx.SpaceShared, ptx.U32, ptx.At(a, 0), ptx.Imm(0)) })
+	e.BarSync(0)
 	e.Atom(ptx.SpaceShared, "add", old, ptx.At(a, 0), ptx.Imm(1))
 	e.Red(ptx.SpaceShared, "add", ptx.U32, ptx.At(a, 0), ptx.Imm(2))
 	e.BarSync(0)
