@@ -568,15 +568,17 @@ func (t *topk) body(phase1 func() guess) {
 		t.leaderOnly()
 		t.copyShortRow()
 	}, func() {
-		// Phase 4's first histogram and small-bin counter are cleared
-		// now (clearSelect), before Phase 1's loads go out, rather than
-		// on Phase 4's path behind barriers of their own; Phases 1-3 pass
-		// many barriers before Phase 4 reads them. (Cleared in Phase 1,
-		// the stores queued behind the sample's loads: perf notes 53.)
-		t.clearSelect(t.sel)
 		t.onMark = t.mark // startSlice's own points
 		t.startPart()
 		t.onMark = nil
+		// Phase 4's first histogram and small-bin counter are cleared
+		// now (clearSelect), once a cluster's slice copy is out and
+		// before Phase 1's loads go out, rather than on Phase 4's path
+		// behind barriers of their own; Phases 1-3 pass many barriers
+		// before Phase 4 reads them. (Cleared in Phase 1, the stores
+		// queued behind the sample's loads; before the slice, they held
+		// up its copy: perf notes 53, 54.)
+		t.clearSelect(t.sel)
 		t.mark(MarkP1Start)
 		g := phase1()
 		t.mark(MarkP1Done)

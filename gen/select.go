@@ -451,11 +451,25 @@ func (c *cta) bin(h histBuf, i ptx.Reg) ptx.Addr {
 	return ptx.At(a, h.off)
 }
 
-// clearShared zeroes the first n words of h.
+// clearShared zeroes the first n words of h (16-byte aligned, as every
+// histogram is). Where n is a multiple of four words a thread, each thread
+// clears its four-word runs with vector stores, unrolled: 2048 bins are
+// one instruction a thread at 512 threads, not a loop of four.
 func (c *cta) clearShared(h histBuf, n int) {
 	e := c.e
+	B := c.threads
+	if runs := n / (4 * B); n%(4*B) == 0 && runs <= 4 {
+		z := c.constU32(0)
+		first := c.u32()
+		e.Shl(first, c.tid, ptx.Imm(2))
+		a := c.bin(h, first)
+		for i := range runs {
+			e.St(ptx.SpaceShared, ptx.U32, ptx.At(a.Base, a.Off+int64(16*B*i)), ptx.Vec{z, z, z, z})
+		}
+		return
+	}
 	j := c.u32()
-	e.For(j, c.tid, ptx.Imm(int64(n)), ptx.Imm(int64(c.threads)), func() {
+	e.For(j, c.tid, ptx.Imm(int64(n)), ptx.Imm(int64(B)), func() {
 		e.St(ptx.SpaceShared, ptx.U32, c.bin(h, j), ptx.Imm(0))
 	})
 }
