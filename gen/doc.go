@@ -57,7 +57,9 @@
 //   - Phase 4 (refine) is an exact radix select in shared memory on the
 //     candidates' key offsets within the span of their keys (Bins-bin
 //     histogram): after the first digit the K-th candidate's bin usually
-//     holds at most 32, which one warp ranks; otherwise the other digits
+//     holds at most 32, which one warp ranks (counting as it goes what
+//     each thread selects, so the write needs no count pass; the first
+//     histogram is cleared before Phase 1, off its path); otherwise the other digits
 //     follow and, if only some of the elements equal to the K-th key fit, a
 //     select on their inverted indices, so ties go to the lowest indices.
 //
