@@ -57,37 +57,21 @@ func (s keySpan) rank(c *cta, k ptx.Reg) ptx.Reg {
 	return r
 }
 
-// spanOps are the reductions a key span takes of its keys: the smallest,
-// the largest, and the bits every key has set (and) and any key has (or).
-var spanOps = []string{"min", "max", "and", "or"}
-
-// spanAcc accumulates spanOps over one thread's keys.
-type spanAcc [4]ptx.Reg // u32, in spanOps' order
-
-func (c *cta) newSpanAcc() spanAcc {
-	return spanAcc{c.constU32(0xFFFFFFFF), c.constU32(0), c.constU32(0xFFFFFFFF), c.constU32(0)}
-}
-
-func (a spanAcc) add(c *cta, k ptx.Reg) {
-	for i, op := range spanOps {
-		c.combine(op, a[i], a[i], k)
-	}
-}
-
 // spanOf walks w once and returns the span of its keys, in every thread
-// (scratch: four words per warp).
+// (scratch: four words per warp). A single key, or none, gives shift 32:
+// every rank 0 (shl clamps the shift at 32).
 func (c *cta) spanOf(w walker, scratch region) keySpan {
-	acc := c.newSpanAcc()
-	w(func(x elem) { acc.add(c, c.key(x.bits)) })
-	r := c.blockReduceN(spanOps, acc[:], scratch)
-	return c.spanFrom(spanAcc(r))
-}
-
-// spanFrom is the span of keys whose spanOps reductions are r. No keys (min
-// above max), or a single one, gives shift 32: every rank 0 (shl clamps
-// the shift at 32).
-func (c *cta) spanFrom(r spanAcc) keySpan {
 	e := c.e
+	lo, hi := c.constU32(0xFFFFFFFF), c.constU32(0)
+	all, any := c.constU32(0xFFFFFFFF), c.constU32(0)
+	w(func(x elem) {
+		k := c.key(x.bits)
+		e.Min(lo, lo, k)
+		e.Max(hi, hi, k)
+		e.And(all, all, k)
+		e.Or(any, any, k)
+	})
+	r := c.blockReduceN([]string{"min", "max", "and", "or"}, []ptx.Reg{lo, hi, all, any}, scratch)
 	d := c.u32()
 	e.Sub(d, r[1], r[0])
 	span := keySpan{min: r[0], shift: c.u32(), zeros: c.u32()}
