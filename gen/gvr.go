@@ -47,13 +47,15 @@ const (
 // no time) at byte offsets 0, 8, ..., 32, then u32 counters at these
 // offsets.
 const (
-	StatsBytes        = 160
-	StatsPhase2Passes = 40 // counting passes in Phase 2
-	StatsRadixPasses  = 44 // radix select passes (Phase 4 or the exact path)
-	StatsCandidates   = 48 // candidates collected in Phase 3
-	StatsPath         = 52 // PathCopy, PathGVR or PathExact
-	StatsValidPred    = 56 // valid predicted indices Phase 1 saw
-	StatsMarks        = 64 // NumMarks u64 %clock64 marks inside Phases 1 and 4 (0: not reached)
+	StatsBytes        = 168
+	StatsPhase2Passes = 40  // counting passes in Phase 2
+	StatsRadixPasses  = 44  // radix select passes (Phase 4 or the exact path)
+	StatsCandidates   = 48  // candidates collected in Phase 3
+	StatsPath         = 52  // PathCopy, PathGVR or PathExact
+	StatsValidPred    = 56  // valid predicted indices Phase 1 saw
+	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run)
+	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1 and 4 (0: not reached)
+	StatsSampleTop    = 160 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it)
 )
 
 // The marks inside Phases 1 and 4 (Config.Instrument), where their fixed
@@ -97,24 +99,27 @@ type topk struct {
 	// which walks the whole row in global memory).
 	part *clusterPart
 
-	count  ptx.Reg           // u64 address of this row's out_count slot, 0 if none
-	stats  ptx.Reg           // u64 address of this row's stats record (Instrument)
-	stamps [5]ptx.Reg        // u64 %clock64 at the phase boundaries (Instrument)
-	marks  [NumMarks]ptx.Reg // u64 %clock64 inside Phases 1 and 4 (Instrument)
-	iters  ptx.Reg           // u32 Phase 2 passes
-	passes ptx.Reg           // u32 radix passes
-	ncand  ptx.Reg           // u32 candidates
-	path   ptx.Reg           // u32
-	valid  ptx.Reg           // u32 valid predicted indices
+	count   ptx.Reg           // u64 address of this row's out_count slot, 0 if none
+	stats   ptx.Reg           // u64 address of this row's stats record (Instrument)
+	stamps  [5]ptx.Reg        // u64 %clock64 at the phase boundaries (Instrument)
+	marks   [NumMarks]ptx.Reg // u64 %clock64 inside Phases 1 and 4 (Instrument)
+	iters   ptx.Reg           // u32 Phase 2 passes
+	passes  ptx.Reg           // u32 radix passes
+	ncand   ptx.Reg           // u32 candidates
+	path    ptx.Reg           // u32
+	valid   ptx.Reg           // u32 valid predicted indices
+	thr     ptx.Reg           // u32 Phase 2's threshold's bits (Instrument)
+	seenTop ptx.Reg           // u32 the sample's top key as Phase 4 read it (Instrument)
 }
 
 // topkShared is the shared memory of a Top-K kernel.
 type topkShared struct {
-	sel    selectShared
-	reduce region                     // block reductions of up to four values
-	p1     *reductionRun              // Phase 1's block reductions (GVR pipeline only)
-	cand   struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
-	stage  *staging                   // sorted output only
+	sel       selectShared
+	reduce    region                     // block reductions of up to four values
+	p1        *reductionRun              // Phase 1's block reductions (GVR pipeline only)
+	sampleTop region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
+	cand      struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
+	stage     *staging                   // sorted output only
 }
 
 // newTopKShared lays out a Top-K kernel's shared memory in l. The radix
@@ -128,6 +133,7 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 		s.cand.bits = l.alloc("cand_bits", 4*cfg.MaxCandidates, 16)
 		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
 		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
+		s.sampleTop = l.alloc("sample_top", 4, 4)
 	}
 	if cfg.Sorted {
 		s.stage = allocStaging(l, cfg.K)
@@ -193,6 +199,9 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		t.perCluster(cfg.cluster())
 	}
 	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(PathCopy), t.constU32(0)
+	if cfg.Instrument {
+		t.thr, t.seenTop = t.constU32(0), t.constU32(0)
+	}
 	t.stamp(0)
 	if cfg.Instrument {
 		for i := range t.marks {
@@ -468,7 +477,7 @@ func (t *topk) writeStats() {
 			off int64
 			v   ptx.Reg
 		}{{StatsPhase2Passes, t.iters}, {StatsRadixPasses, t.passes}, {StatsCandidates, t.ncand},
-			{StatsPath, t.path}, {StatsValidPred, t.valid}} {
+			{StatsPath, t.path}, {StatsValidPred, t.valid}, {StatsThreshold, t.thr}, {StatsSampleTop, t.seenTop}} {
 			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, f.off), f.v)
 		}
 		for i, m := range t.marks {
@@ -585,13 +594,16 @@ func (t *topk) body(phase1 func() guess) {
 		t.awaitPart()
 		t.stamp(1)
 		v := t.phase2SecantSearch(g)
+		if t.cfg.Instrument {
+			e.MovBits(t.thr, v.thr)
+		}
 		t.stamp(2)
 		e.IfElse(v.found, func() {
 			e.Mov(t.path, ptx.Imm(PathGVR))
 			t.phase3Collect(v)
 			t.stamp(3)
 			t.leaderOnly()
-			t.phase4Refine(v.total)
+			t.phase4Refine(v)
 		}, func() {
 			e.Mov(t.path, ptx.Imm(PathExact))
 			t.leaderOnly()
@@ -811,6 +823,10 @@ func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 	e.Mov(g.target, smp.target)
 	e.Mov(g.lo, smp.rng.min)
 	e.Mov(g.hi, smp.rng.max)
+	// Phase 4 guesses its span from the sample's largest value (guessSpan).
+	e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.sampleTop, 0), t.key(t.bitsOf(smp.rng.max)))
+	})
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
 	t.estimateThreshold(smp, g, pts, rounds)
@@ -1304,12 +1320,13 @@ func (t *topk) phase3Collect(v verdict) {
 	})
 }
 
-// phase4Refine selects exactly K of the total candidates: radix select on
+// phase4Refine selects exactly K of v.total candidates: radix select on
 // their keys in shared memory, then by lowest index among those equal to
 // the K-th key if not all of them fit.
-func (t *topk) phase4Refine(total ptx.Reg) {
+func (t *topk) phase4Refine(v verdict) {
 	e := t.e
 	e.Comment("Phase 4: exact selection in shared memory")
+	total := v.total
 	cands := t.candWalker(total)
 	e.IfElse(t.setp(ptx.EQ, total, t.k), func() {
 		// Exactly K candidates: all of them, in buffer order.
@@ -1324,12 +1341,51 @@ func (t *topk) phase4Refine(total ptx.Reg) {
 		// The digits split the candidates' key span, and after the first
 		// one the K-th candidate's bin usually holds at most 32: one warp
 		// ranks them (smallSelect) instead of two more passes.
-		span := t.spanOf(cands, t.reduce)
+		how := selectHow{small: true, cleared: true}
+		var span keySpan
+		if t.scores.Size() == 2 {
+			// The walk also finds the low bits the keys share (a 16-bit
+			// score's widened key has 13 or 16), which saves passes.
+			span = t.spanOf(cands, t.reduce)
+		} else {
+			span = t.guessSpan(v.thr)
+			how.guess = &spanGuess{total: total, exact: func() keySpan { return t.spanOf(cands, t.reduce) }}
+		}
+		how.span = &span
 		t.mark(MarkP4Span)
 		t.onMark = t.mark // exactSelect's own points
-		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, selectHow{small: true, span: &span, cleared: true})
+		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, how)
 		t.onMark = nil
 	})
+}
+
+// guessSpan guesses the candidates' key span without walking them: from
+// the threshold's key (every candidate is >= thr; a zero threshold
+// collects -0.0 too) up to the sample's largest key, rounded up as every
+// span is to a power of two of keys past the threshold's, which the row's
+// largest usually lies under (the whole key range above the threshold's
+// where the sample saw nothing above it). A candidate above it is found by
+// exactSelect's first pass, which then takes the walk (spanGuess). The
+// guess is no wider than the exact span where the sample holds the row's
+// largest: a span twice as wide put twice the candidates into the K-th
+// one's bin, past the 32 one warp ranks in some rows (perf notes 57).
+func (t *topk) guessSpan(thr ptx.Reg) keySpan {
+	e := t.e
+	lo := t.key(t.bitsOf(thr))
+	e.Guarded(t.setp(ptx.EQ, thr, ptx.Float(0)), func() { e.Mov(lo, ptx.Imm(0x7FFFFFFF)) }) // key(-0.0)
+	top := t.u32()
+	e.Ld(ptx.SpaceShared, top, t.smem.at(t.sampleTop, 0))
+	if t.cfg.Instrument {
+		e.Mov(t.seenTop, top)
+	}
+	d := t.u32()
+	e.Sub(d, top, lo)
+	e.Guarded(t.setp(ptx.LE, top, lo), func() { e.Not(d, lo) })
+	span := keySpan{min: lo, shift: t.u32(), zeros: t.u32(), lim: t.u32()}
+	e.Clz(span.shift, d)
+	e.Mov(span.zeros, span.shift)
+	e.Shr(span.lim, t.constU32(0xFFFFFFFF), span.shift) // shr clamps a shift of 32: lim 0
+	return span
 }
 
 func (t *topk) newGuess() guess {

@@ -47,6 +47,34 @@ type keySpan struct {
 	// key has 13 or 16 zero low bits). A radix digit below them splits
 	// nothing, and its pass is skipped.
 	zeros ptx.Reg
+	// lim, for a guessed span (guessSpan), is the largest key - min in
+	// it; unset where every key lies in the span.
+	lim ptx.Reg
+}
+
+// spanGuess is what exactSelect needs when its span is a guess: how many
+// elements there are, and how to find their exact span. Its first pass
+// counts the elements whose keys lie in the span; if that is not all of
+// them, it takes the exact span and starts over.
+type spanGuess struct {
+	total ptx.Reg // u32
+	exact func() keySpan
+}
+
+// ranksIn ranks the elements of w whose keys lie in the guessed span s,
+// skipping the others.
+func (c *cta) ranksIn(w walker, s keySpan) stream {
+	return func(visit func(ptx.Reg)) {
+		w(func(x elem) {
+			d := c.u32()
+			c.e.Sub(d, c.key(x.bits), s.min)
+			c.e.If(c.setp(ptx.LE, d, s.lim), func() {
+				r := c.u32()
+				c.e.Shl(r, d, s.shift)
+				visit(r)
+			})
+		})
+	}
 }
 
 // rank is key k's rank in the span.
@@ -231,6 +259,8 @@ type selectHow struct {
 	// cleared: clearSelect ran (behind a barrier) since the shared
 	// memory was last used.
 	cleared bool
+	// guess, if non-nil: span is a guess, which the first pass checks.
+	guess *spanGuess
 }
 
 func allocSelect(l *layout, bins, warps int) selectShared {
@@ -283,6 +313,8 @@ type radix struct {
 	rem    ptx.Reg
 	sel    selection
 	fixed  ptx.Operand // u32 mask of the rank bits fixed so far
+	// counted is how many ranks the last pass histogrammed.
+	counted ptx.Reg
 }
 
 // digit is the rank bits [lo, hi) one pass histograms.
@@ -410,7 +442,8 @@ func (r *radix) count(lo ptx.Operand, nb int, h histBuf, clearNext func()) {
 		// findBin's closing barrier orders the clearing before its use.
 		clearNext()
 	}
-	dig, ab, cnt := c.findBin(r.sh, h, nb, r.rem)
+	dig, ab, cnt, all := c.findBin(r.sh, h, nb, r.rem)
+	r.counted = all
 	e.Shl(dig, dig, lo)
 	e.Or(r.sel.r, r.sel.r, dig)
 	e.Sub(r.rem, r.rem, ab)
@@ -462,8 +495,8 @@ func (c *cta) clearShared(h histBuf, n int) {
 // count reaches R, and returns it with the count above it and its own
 // count, in every thread. Threads own runs of bins from the top; a block
 // scan of their sums tells each the count above its run, and the one whose
-// run holds the crossing publishes it.
-func (c *cta) findBin(sh selectShared, hist histBuf, nb int, R ptx.Reg) (dig, above, cnt ptx.Reg) {
+// run holds the crossing publishes it. total is the histogram's sum.
+func (c *cta) findBin(sh selectShared, hist histBuf, nb int, R ptx.Reg) (dig, above, cnt, total ptx.Reg) {
 	e := c.e
 	per := max(1, nb/c.threads) // bins per thread
 	owners := nb / per
@@ -487,7 +520,7 @@ func (c *cta) findBin(sh selectShared, hist histBuf, nb int, R ptx.Reg) (dig, ab
 	})
 	// The scan's scratch is next written by the next findBin, many
 	// barriers later: no closing barrier needed.
-	cum, _ := c.blockScan(sum, sh.scratch)
+	cum, total := c.blockScan(sum, sh.scratch)
 	e.If(owner, func() {
 		for q := range per {
 			next := c.u32()
@@ -511,7 +544,7 @@ func (c *cta) findBin(sh selectShared, hist histBuf, nb int, R ptx.Reg) (dig, ab
 	e.Ld(ptx.SpaceShared, dig, c.smem.at(sh.scalars, 0))
 	e.Ld(ptx.SpaceShared, above, c.smem.at(sh.scalars, 4))
 	e.Ld(ptx.SpaceShared, cnt, c.smem.at(sh.scalars, 8))
-	return dig, above, cnt
+	return dig, above, cnt, total
 }
 
 // outRow is where a row's result goes: K index slots and, when vals is
@@ -618,7 +651,19 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 			e.Add(r, r, span.min)
 		}
 	}
-	r := c.newRadix(c.ranksOf(w, rankOf), K, sh, passes, how.cleared)
+	ranks := c.ranksOf(w, rankOf)
+	var respan ptx.Label
+	if how.guess != nil {
+		if span == nil || loop {
+			panic("gen: a guessed span needs inlined passes over a span")
+		}
+		// The select starts over from here with the exact span where the
+		// guess missed elements (checkSpan).
+		ranks = c.ranksIn(w, *span)
+		respan = e.NewLabel("select_span")
+		e.Place(respan)
+	}
+	r := c.newRadix(ranks, K, sh, passes, how.cleared)
 	kthKey, kthIdx := c.u32(), c.u32()
 	ties := func() {
 		need := c.u32()
@@ -678,6 +723,9 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		for r.p < check {
 			r.pass()
 		}
+		if how.guess != nil {
+			c.checkSpan(r, span, how.guess, respan)
+		}
 		c.markAt(MarkP4Pass)
 		rest := func() {
 			for !r.done() {
@@ -710,6 +758,26 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 	}
 	c.writeSelected(w, selected, n, o.buffered(sh), sh.scratch)
 	c.markAt(MarkP4Written)
+}
+
+// checkSpan follows the first pass of a select over a guessed span: if it
+// counted fewer elements than there are, some lie outside the guess, and
+// the select starts over (at label again) with the exact span, whose
+// ranks the first pass counts all of. Its histogram is cleared for that
+// (the second is still clear: no pass has used it).
+func (c *cta) checkSpan(r *radix, span *keySpan, g *spanGuess, again ptx.Label) {
+	e := c.e
+	e.If(c.setp(ptx.NE, r.counted, g.total), func() {
+		e.Comment("the guessed span missed some: the exact span, and start over")
+		exact := g.exact()
+		e.Mov(span.min, exact.min)
+		e.Mov(span.shift, exact.shift)
+		e.Mov(span.zeros, exact.zeros)
+		e.Mov(span.lim, ptx.Imm(0xFFFFFFFF))
+		c.clearShared(c.histOf(r.sh.hist[0]), r.sh.bins)
+		c.sync()
+		e.BraUni(again)
+	})
 }
 
 // smallSelect finds the K-th element when at most 32 elements share the

@@ -548,6 +548,7 @@ func TestTopKRadixPasses(t *testing.T) {
 		cs := rows(r, cfg.K, cfg.MaxCandidates, 3*cfg.MaxCandidates+5)
 		predict(r, cs, "partial", cfg.K)
 		for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
+			respans := 0 // rows whose guessed span missed candidates
 			p, k := load(t, name, cfg)
 			idx, vals, stats := launchStats(t, p, k, cs, false)
 			checkRows(t, name, cs, cfg.K, idx, vals)
@@ -562,7 +563,12 @@ func TestTopKRadixPasses(t *testing.T) {
 				case path == gen.PathGVR && int(ncand) == cfg.K:
 					want = 0
 				case path == gen.PathGVR:
-					want = phase4Passes(c.x, cfg.K, int(ncand), D, db)
+					thr := math.Float32frombits(binary.LittleEndian.Uint32(st[gen.StatsThreshold:]))
+					top := binary.LittleEndian.Uint32(st[gen.StatsSampleTop:])
+					want = phase4Passes(c.x, cfg.K, int(ncand), D, db, thr, top)
+					if want > 1 && !fitsGuess(c.x, int(ncand), thr, top) {
+						respans++
+					}
 				default:
 					want = radixPasses(c.x, cfg.K, D, db, name == "topk_radix" && path == gen.PathExact)
 				}
@@ -571,16 +577,41 @@ func TestTopKRadixPasses(t *testing.T) {
 						name, base, row, c.name, len(c.x), path, passes, want)
 				}
 			}
+			t.Logf("%s %v: %d rows started Phase 4 over with the exact span", name, base, respans)
 		}
 	}
 }
 
 // phase4Passes is how many radix passes Phase 4 takes to select the top k
-// of x's top ncand candidates: one over their offsets in the span of their
-// keys, then, unless the K-th one's bin holds at most 32, the other D-1
-// (and D more over the indices if not every key equal to the K-th fits).
-func phase4Passes(x []float32, k, ncand, D, db int) uint32 {
-	keys := make([]uint32, len(x))
+// of x's top ncand candidates, Phase 2's threshold thr and the sample's
+// top key top (32-bit scores): one over their offsets in the span guessed
+// from thr and top (gen's guessSpan), or, if a candidate lies outside it,
+// that one and one over their offsets in their exact span; then, unless
+// the K-th one's bin holds at most 32, the other D-1 (and D more over the
+// indices if not every key equal to the K-th fits).
+func phase4Passes(x []float32, k, ncand, D, db int, thr float32, top uint32) uint32 {
+	keys, cands := phase4Candidates(x, ncand)
+	if fitsGuess(x, ncand, thr, top) {
+		lo, shift := guessedSpan(thr, top)
+		return spanPasses(keys, cands, k, D, db, lo, shift, shift)
+	}
+	lo, hi := slices.Min(cands), slices.Max(cands)
+	shift := bits.LeadingZeros32(hi - lo)
+	// The low bits every rank has zero: the shift, and the bits the keys
+	// share.
+	all, any := ^uint32(0), uint32(0)
+	for _, key := range cands {
+		all, any = all&key, any|key
+	}
+	zeros := min(32, shift+bits.TrailingZeros32(all^any))
+	return 1 + spanPasses(keys, cands, k, D, db, lo, shift, zeros)
+}
+
+// phase4Candidates returns the keys of x and those of its top ncand
+// elements, the candidates (x >= the ncand-th largest; -0 too where that
+// is +0).
+func phase4Candidates(x []float32, ncand int) (keys, cands []uint32) {
+	keys = make([]uint32, len(x))
 	for i, v := range x {
 		keys[i] = topk.Key(v)
 	}
@@ -589,25 +620,49 @@ func phase4Passes(x []float32, k, ncand, D, db int) uint32 {
 	if cut == topk.Key(0) { // the candidates are x >= +0, which -0 is too
 		cut = min(cut, topk.Key(float32(math.Copysign(0, -1))))
 	}
-	var cands []uint32
 	for _, key := range keys {
 		if key >= cut {
 			cands = append(cands, key)
 		}
 	}
 	if len(cands) != ncand {
-		panic(fmt.Sprintf("phase4Passes: %d candidates at key %#x, the kernel had %d", len(cands), cut, ncand))
+		panic(fmt.Sprintf("phase4Candidates: %d candidates at key %#x, the kernel had %d", len(cands), cut, ncand))
 	}
-	lo, hi := slices.Min(cands), slices.Max(cands)
-	shift := bits.LeadingZeros32(hi - lo)
-	rank := func(key uint32) uint32 { return uint32(uint64(key-lo) << shift) }
-	// The key passes: the first, then those whose digit lies above the
-	// low bits every rank has zero (the shift, and the bits the keys share).
-	all, any := ^uint32(0), uint32(0)
+	return keys, cands
+}
+
+// guessedSpan is gen's guessSpan: from the threshold's key (-0.0's for a
+// zero threshold) up to the sample's top key; the whole range above where
+// top is not above it.
+func guessedSpan(thr float32, top uint32) (lo uint32, shift int) {
+	lo = topk.Key(thr)
+	if thr == 0 {
+		lo = topk.Key(float32(math.Copysign(0, -1)))
+	}
+	d := top - lo
+	if top <= lo {
+		d = ^lo
+	}
+	return lo, bits.LeadingZeros32(d)
+}
+
+// fitsGuess reports whether every candidate's key lies in the guessed span.
+func fitsGuess(x []float32, ncand int, thr float32, top uint32) bool {
+	_, cands := phase4Candidates(x, ncand)
+	lo, shift := guessedSpan(thr, top)
+	lim := uint32(uint64(^uint32(0)) >> shift)
 	for _, key := range cands {
-		all, any = all&key, any|key
+		if key-lo > lim {
+			return false
+		}
 	}
-	zeros := min(32, shift+bits.TrailingZeros32(all^any))
+	return true
+}
+
+// spanPasses is how many passes Phase 4 takes over the candidates' ranks
+// in the span from key lo, shifted by shift, their low zeros bits zero.
+func spanPasses(keys, cands []uint32, k, D, db int, lo uint32, shift, zeros int) uint32 {
+	rank := func(key uint32) uint32 { return uint32(uint64(key-lo) << shift) }
 	keyPasses := 1
 	for hi := 32 - db; hi > 0; hi -= db {
 		if zeros < hi {
@@ -1048,5 +1103,68 @@ func TestInstrumentMarks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGuessedSpanMisses: Phase 4 guesses its candidates' span from the
+// sample's largest value; a far outlier the sample does not take lies
+// outside the guess, and the select must start over with the exact span.
+// Each row holds values in [1, 2) and one outlier (1e30, or +Inf) at a
+// position of its own: some rows' samples take it, most do not. Every row
+// must be exact, with the radix passes the model predicts, and both ways
+// must occur (one CTA and a cluster of 2, whose leader refines).
+func TestGuessedSpanMisses(t *testing.T) {
+	cfg := cfgK256
+	cfg.Instrument = true
+	db := bits.TrailingZeros(uint(cfg.Bins))
+	D := (32 + db - 1) / db
+	r := rand.New(rand.NewPCG(5, 17))
+	const n = 3077
+	var cs []testCase
+	for i := range 24 {
+		x := make([]float32, n)
+		for j := range x {
+			x[j] = 1 + r.Float32()
+		}
+		outlier := float32(1e30)
+		if i%4 == 3 {
+			outlier = float32(math.Inf(1))
+		}
+		x[r.IntN(n)] = outlier
+		cs = append(cs, testCase{name: fmt.Sprintf("outlier %g", outlier), x: x})
+	}
+	predict(r, cs, "partial", cfg.K)
+	clustered := cfg
+	clustered.Cluster, clustered.MaxN, clustered.Target = 2, 4096, ptx.SM90
+	for _, run := range []struct {
+		name string
+		cfg  gen.Config
+	}{{"gvr_topk", cfg}, {"topk_fallback", cfg}, {"gvr_topk_cluster", clustered}} {
+		p, k := load(t, run.name, run.cfg)
+		idx, vals, stats := launchStats(t, p, k, cs, false)
+		checkRows(t, run.name, cs, cfg.K, idx, vals)
+		missed, fit := 0, 0
+		for row, c := range cs {
+			st := stats[row]
+			if binary.LittleEndian.Uint32(st[gen.StatsPath:]) != gen.PathGVR {
+				t.Fatalf("%s row %d: path %d, want the GVR path", run.name, row, binary.LittleEndian.Uint32(st[gen.StatsPath:]))
+			}
+			ncand := int(binary.LittleEndian.Uint32(st[gen.StatsCandidates:]))
+			thr := math.Float32frombits(binary.LittleEndian.Uint32(st[gen.StatsThreshold:]))
+			top := binary.LittleEndian.Uint32(st[gen.StatsSampleTop:])
+			if fitsGuess(c.x, ncand, thr, top) {
+				fit++
+			} else {
+				missed++
+			}
+			passes := binary.LittleEndian.Uint32(st[gen.StatsRadixPasses:])
+			if want := phase4Passes(c.x, cfg.K, ncand, D, db, thr, top); passes != want {
+				t.Errorf("%s row %d: %d radix passes, want %d", run.name, row, passes, want)
+			}
+		}
+		if missed == 0 || fit == 0 {
+			t.Errorf("%s: %d rows' guessed spans missed a candidate and %d held them all; want both", run.name, missed, fit)
+		}
+		t.Logf("%s: %d rows missed, %d fit", run.name, missed, fit)
 	}
 }
