@@ -56,7 +56,10 @@
 //     go.
 //   - Phase 4 (refine) is an exact radix select in shared memory on the
 //     candidates' key offsets within the span of their keys (Bins-bin
-//     histogram): after the first digit the K-th candidate's bin usually
+//     histogram), guessed without a walk from the threshold and the
+//     sample's largest value (the first pass finds a candidate outside it,
+//     and the select then takes the exact span and starts over; 16-bit
+//     scores walk): after the first digit the K-th candidate's bin usually
 //     holds at most 32, which one warp ranks (counting as it goes what
 //     each thread selects, so the write needs no count pass; the first
 //     histogram is cleared before Phase 1, off its path); otherwise the other digits
