@@ -223,6 +223,19 @@ var generators = []generator{
 		return x
 	}},
 	{"synthetic", func(n, k, c int, rng *rand.Rand) []float32 { return syntheticRow(n, rng.Uint64()) }},
+	// One value far above the rest, where the row sample most likely does
+	// not look: Phase 4's span, guessed from the sample's largest value,
+	// misses it, and the select must start over with the exact span.
+	{"far-outlier", func(n, k, c int, rng *rand.Rand) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = 1 + rng.Float32()
+		}
+		if n > 0 {
+			x[rng.IntN(n)] = 1e30
+		}
+		return x
+	}},
 }
 
 // memo caches the RoPE tables and static predictions, by length, that many
