@@ -105,7 +105,9 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 // dynamic shared array.
 func kernelModule(name string, cfg Config) (*ptx.Module, *ptx.Entry, *ptx.Var) {
 	m := ptx.NewModule(cfg.Target)
-	smemVar := m.ExternShared(name+"_smem", 16)
+	// Aligned as the strictest region in it (a cluster's slice: sliceAlign),
+	// so that a region's offset aligns its address.
+	smemVar := m.ExternShared(name+"_smem", sliceAlign)
 	return m, m.NewEntry(name), smemVar
 }
 
