@@ -566,7 +566,7 @@ func TestTopKRadixPasses(t *testing.T) {
 					thr := math.Float32frombits(binary.LittleEndian.Uint32(st[gen.StatsThreshold:]))
 					top := binary.LittleEndian.Uint32(st[gen.StatsSampleTop:])
 					want = phase4Passes(c.x, cfg.K, int(ncand), D, db, thr, top)
-					if want > 1 && !fitsGuess(c.x, int(ncand), thr, top) {
+					if _, cands := phase4Candidates(c.x, int(ncand)); want > 1 && !fitsGuess(cands, thr, top) {
 						respans++
 					}
 				default:
@@ -591,7 +591,7 @@ func TestTopKRadixPasses(t *testing.T) {
 // indices if not every key equal to the K-th fits).
 func phase4Passes(x []float32, k, ncand, D, db int, thr float32, top uint32) uint32 {
 	keys, cands := phase4Candidates(x, ncand)
-	if fitsGuess(x, ncand, thr, top) {
+	if fitsGuess(cands, thr, top) {
 		lo, shift := guessedSpan(thr, top)
 		return spanPasses(keys, cands, k, D, db, lo, shift, shift)
 	}
@@ -647,8 +647,7 @@ func guessedSpan(thr float32, top uint32) (lo uint32, shift int) {
 }
 
 // fitsGuess reports whether every candidate's key lies in the guessed span.
-func fitsGuess(x []float32, ncand int, thr float32, top uint32) bool {
-	_, cands := phase4Candidates(x, ncand)
+func fitsGuess(cands []uint32, thr float32, top uint32) bool {
 	lo, shift := guessedSpan(thr, top)
 	lim := uint32(uint64(^uint32(0)) >> shift)
 	for _, key := range cands {
@@ -1152,7 +1151,7 @@ func TestGuessedSpanMisses(t *testing.T) {
 			ncand := int(binary.LittleEndian.Uint32(st[gen.StatsCandidates:]))
 			thr := math.Float32frombits(binary.LittleEndian.Uint32(st[gen.StatsThreshold:]))
 			top := binary.LittleEndian.Uint32(st[gen.StatsSampleTop:])
-			if fitsGuess(c.x, ncand, thr, top) {
+			if _, cands := phase4Candidates(c.x, ncand); fitsGuess(cands, thr, top) {
 				fit++
 			} else {
 				missed++
