@@ -201,6 +201,9 @@ func TestClusterTopKSameSearch(t *testing.T) {
 			_, _, want := launchStats(t, p1, k1, cs, false)
 			_, _, got := launchSeed(t, pc, kc, cs, true, 1)
 			for row := range cs {
+				if binary.LittleEndian.Uint32(want[row][gen.StatsPath:]) == gen.PathHeld {
+					continue // a row gvr_topk holds; the cluster kernels have no held path
+				}
 				for _, f := range []struct {
 					name string
 					off  int

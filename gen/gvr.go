@@ -26,6 +26,7 @@ const (
 	PathCopy  = 0 // n <= K: every element
 	PathGVR   = 1 // threshold bracketed, candidates refined in shared memory
 	PathExact = 2 // radix select over the row
+	PathHeld  = 3 // K < n <= 2*MaxCandidates: the row held in shared memory and selected there (heldSelect)
 )
 
 // Phase 2 tuning.
@@ -51,7 +52,7 @@ const (
 	StatsPhase2Passes = 40  // counting passes in Phase 2
 	StatsRadixPasses  = 44  // radix select passes (Phase 4 or the exact path)
 	StatsCandidates   = 48  // candidates collected in Phase 3
-	StatsPath         = 52  // PathCopy, PathGVR or PathExact
+	StatsPath         = 52  // PathCopy, PathGVR, PathExact or PathHeld
 	StatsValidPred    = 56  // valid predicted indices Phase 1 saw
 	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run)
 	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1 and 4 (0: not reached)
@@ -119,6 +120,7 @@ type topkShared struct {
 	p1        *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	sampleTop region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
 	cand      struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
+	held      region                     // the candidate buffer as one array of 2*MaxCandidates float bits (heldSelect)
 	stage     *staging                   // sorted output only
 }
 
@@ -130,8 +132,10 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 	s.sel = allocSelect(l, cfg.Bins, warps)
 	s.reduce = l.alloc("reduce", 4*4*warps, 16)
 	if withCand {
-		s.cand.bits = l.alloc("cand_bits", 4*cfg.MaxCandidates, 16)
-		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
+		// One allocation, so that a held row (heldSelect) has both halves.
+		s.held = l.alloc("cand", 8*cfg.MaxCandidates, 16)
+		s.cand.bits = region{name: "cand_bits", off: s.held.off, bytes: 4 * cfg.MaxCandidates}
+		s.cand.idx = region{name: "cand_idx", off: s.held.off + 4*cfg.MaxCandidates, bytes: 4 * cfg.MaxCandidates}
 		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
 		s.sampleTop = l.alloc("sample_top", 4, 4)
 	}
@@ -588,29 +592,85 @@ func (t *topk) body(phase1 func() guess) {
 		// queued behind the sample's loads; before the slice, they held
 		// up its copy: perf notes 53, 54.)
 		t.clearSelect(t.sel)
-		t.mark(MarkP1Start)
-		g := phase1()
-		t.mark(MarkP1Done)
-		t.awaitPart()
-		t.stamp(1)
-		v := t.phase2SecantSearch(g)
-		if t.cfg.Instrument {
-			e.MovBits(t.thr, v.thr)
+		gvr := func() {
+			t.mark(MarkP1Start)
+			g := phase1()
+			t.mark(MarkP1Done)
+			t.awaitPart()
+			t.stamp(1)
+			v := t.phase2SecantSearch(g)
+			if t.cfg.Instrument {
+				e.MovBits(t.thr, v.thr)
+			}
+			t.stamp(2)
+			e.IfElse(v.found, func() {
+				e.Mov(t.path, ptx.Imm(PathGVR))
+				t.phase3Collect(v)
+				t.stamp(3)
+				t.leaderOnly()
+				t.phase4Refine(v)
+			}, func() {
+				e.Mov(t.path, ptx.Imm(PathExact))
+				t.leaderOnly()
+				t.exactPath()
+			})
 		}
-		t.stamp(2)
-		e.IfElse(v.found, func() {
-			e.Mov(t.path, ptx.Imm(PathGVR))
-			t.phase3Collect(v)
-			t.stamp(3)
-			t.leaderOnly()
-			t.phase4Refine(v)
-		}, func() {
-			e.Mov(t.path, ptx.Imm(PathExact))
-			t.leaderOnly()
-			t.exactPath()
-		})
+		if t.part != nil {
+			gvr()
+			return
+		}
+		e.IfElse(t.setp(ptx.LE, t.n, ptx.Imm(int64(t.heldMax()))), t.heldSelect, gvr)
 	})
 	t.finish()
+}
+
+// heldMax is the longest row heldSelect takes: the candidate buffer's
+// words.
+func (t *topk) heldMax() int { return t.held.bytes / 4 }
+
+// heldSelect selects the Top-K of a row of K < n <= heldMax elements
+// (PathHeld): the row comes into the candidate buffer once, and Phase 4's
+// exact selection runs over all of it, with the span of its keys. Phases
+// 1-3 exist to cut a long row down to a few candidates; a row this short
+// is its own candidate set, and their fixed costs (the prediction's and
+// the sample's scattered loads, two passes over the row, a Phase 4 of
+// its own) are more than the extra elements a select over the whole row
+// costs (perf notes 58). No prediction is used. One CTA per row only: a
+// cluster kernel's rows are long.
+func (t *topk) heldSelect() {
+	e := t.e
+	e.Comment("a held row: selected in shared memory, without Phases 1-3")
+	e.Mov(t.path, ptx.Imm(PathHeld))
+	e.Mov(t.ncand, t.n)
+	// The loads of a row walk are all in flight before its stores (an
+	// unrolled vector loop): one memory latency.
+	t.rowWalk(t.row, t.n, t.cfg.unroll(), func(x ptx.Reg, idx func() ptx.Reg) {
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.held, idx(), 4), t.bitsOf(x))
+	})
+	t.sync()
+	for i := 1; i <= 3; i++ {
+		t.stamp(i) // the load is Phase 1's time; Phases 2 and 3 take none
+	}
+	row := t.heldWalker()
+	span := t.spanOf(row, t.reduce)
+	t.mark(MarkP4Span)
+	t.onMark = t.mark // exactSelect's own points
+	t.exactSelect(row, t.k, t.sel, t.out, t.passes, selectHow{small: true, cleared: true, span: &span})
+	t.onMark = nil
+}
+
+// heldWalker visits a held row (heldSelect): element j at word j of the
+// buffer, round-robin over the threads.
+func (t *topk) heldWalker() walker {
+	return func(visit func(elem)) {
+		e := t.e
+		j := t.u32()
+		e.For(j, t.tid, t.n, ptx.Imm(int64(t.threads)), func() {
+			b := t.u32()
+			e.Ld(ptx.SpaceShared, b, t.smem.elem(t.held, j, 4))
+			visit(elem{bits: b, idx: func() ptx.Reg { return j }})
+		})
+	}
 }
 
 // walkMine visits this CTA's share of the row: the whole row in global

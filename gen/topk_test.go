@@ -520,8 +520,11 @@ func TestGVRTakesItsPath(t *testing.T) {
 			t.Errorf("row %d (%s): %v", row, c.name, err)
 		}
 		want := topk.PathGVR
-		if len(c.x) <= cfg.K {
+		switch {
+		case len(c.x) <= cfg.K:
 			want = topk.PathCopy
+		case len(c.x) <= 2*cfg.MaxCandidates:
+			want = topk.PathHeld
 		}
 		if st[row].Path != want {
 			t.Errorf("row %d (%s, n=%d, perfect prediction): path %v, want %v (stats %+v)", row, c.name, len(c.x), st[row].Path, want, st[row])
@@ -562,6 +565,9 @@ func TestTopKRadixPasses(t *testing.T) {
 				case len(c.x) <= cfg.K:
 				case path == gen.PathGVR && int(ncand) == cfg.K:
 					want = 0
+				case path == gen.PathHeld:
+					keys := rowKeys(c.x)
+					want = exactSpanPasses(keys, keys, cfg.K, D, db)
 				case path == gen.PathGVR:
 					thr := math.Float32frombits(binary.LittleEndian.Uint32(st[gen.StatsThreshold:]))
 					top := binary.LittleEndian.Uint32(st[gen.StatsSampleTop:])
@@ -595,6 +601,12 @@ func phase4Passes(x []float32, k, ncand, D, db int, thr float32, top uint32) uin
 		lo, shift := guessedSpan(thr, top)
 		return spanPasses(keys, cands, k, D, db, lo, shift, shift)
 	}
+	return 1 + exactSpanPasses(keys, cands, k, D, db)
+}
+
+// exactSpanPasses is how many passes a select over the candidates' ranks
+// in their exact span takes (spanOf's: the keys of x are keys).
+func exactSpanPasses(keys, cands []uint32, k, D, db int) uint32 {
 	lo, hi := slices.Min(cands), slices.Max(cands)
 	shift := bits.LeadingZeros32(hi - lo)
 	// The low bits every rank has zero: the shift, and the bits the keys
@@ -604,17 +616,14 @@ func phase4Passes(x []float32, k, ncand, D, db int, thr float32, top uint32) uin
 		all, any = all&key, any|key
 	}
 	zeros := min(32, shift+bits.TrailingZeros32(all^any))
-	return 1 + spanPasses(keys, cands, k, D, db, lo, shift, zeros)
+	return spanPasses(keys, cands, k, D, db, lo, shift, zeros)
 }
 
 // phase4Candidates returns the keys of x and those of its top ncand
 // elements, the candidates (x >= the ncand-th largest; -0 too where that
 // is +0).
 func phase4Candidates(x []float32, ncand int) (keys, cands []uint32) {
-	keys = make([]uint32, len(x))
-	for i, v := range x {
-		keys[i] = topk.Key(v)
-	}
+	keys = rowKeys(x)
 	sorted := slices.Sorted(slices.Values(keys))
 	cut := sorted[len(sorted)-ncand]
 	if cut == topk.Key(0) { // the candidates are x >= +0, which -0 is too
@@ -629,6 +638,15 @@ func phase4Candidates(x []float32, ncand int) (keys, cands []uint32) {
 		panic(fmt.Sprintf("phase4Candidates: %d candidates at key %#x, the kernel had %d", len(cands), cut, ncand))
 	}
 	return keys, cands
+}
+
+// rowKeys is the keys of x.
+func rowKeys(x []float32) []uint32 {
+	keys := make([]uint32, len(x))
+	for i, v := range x {
+		keys[i] = topk.Key(v)
+	}
+	return keys
 }
 
 // guessedSpan is gen's guessSpan: from the threshold's key (-0.0's for a
@@ -991,15 +1009,16 @@ func testWindows(t *testing.T, d topk.DType) {
 			idx, pages := readI32s(t, mem, outIdx, rows*K), readI32s(t, mem, outPages, rows*K)
 			if stats != 0 {
 				// The prediction, read in the output's space, is the window's
-				// Top-K: every predicted index valid where the window is longer
-				// than K.
+				// Top-K: every predicted index valid where the window takes
+				// the GVR path (longer than 2*MaxCandidates: a shorter one is
+				// held, and reads no prediction).
 				raw, err := mem.Read(stats, rows*gen.StatsBytes)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for row := range rows {
 					valid := binary.LittleEndian.Uint32(raw[row*gen.StatsBytes+gen.StatsValidPred:])
-					if n := win[row][1] - win[row][0]; n > K && valid != uint32(K) {
+					if n := win[row][1] - win[row][0]; n > 2*kc.cfg.MaxCandidates && valid != uint32(K) {
 						t.Errorf("%s abs=%v: row %d (n = %d): %d valid predicted indices, want %d", kc.name, abs, row, n, valid, K)
 					}
 				}
@@ -1084,6 +1103,10 @@ func TestInstrumentMarks(t *testing.T) {
 				}
 				seq = append(seq, mark(gen.MarkP1Done), u64(8))
 			}
+			if path == gen.PathHeld {
+				// The row's load is Phase 1's time; Phases 2 and 3 take none.
+				seq = []uint64{u64(0), mark(gen.MarkLength), u64(8), u64(16), u64(24), mark(gen.MarkP4Span), mark(gen.MarkP4Pass), mark(gen.MarkP4Kth), mark(gen.MarkP4Written)}
+			}
 			if path == gen.PathGVR && binary.LittleEndian.Uint32(s[gen.StatsCandidates:]) > uint32(cfg.K) {
 				seq = append(seq, u64(24), mark(gen.MarkP4Span), mark(gen.MarkP4Pass), mark(gen.MarkP4Kth), mark(gen.MarkP4Written))
 			}
@@ -1094,7 +1117,7 @@ func TestInstrumentMarks(t *testing.T) {
 					break
 				}
 			}
-			if path != gen.PathGVR {
+			if path != gen.PathGVR && path != gen.PathHeld {
 				for _, i := range []int{gen.MarkP4Span, gen.MarkP4Pass, gen.MarkP4Kth, gen.MarkP4Written} {
 					if mark(i) != 0 {
 						t.Errorf("%s row %d (path %d): Phase 4 mark %d set", name, row, path, i)
@@ -1165,5 +1188,45 @@ func TestGuessedSpanMisses(t *testing.T) {
 			t.Errorf("%s: %d rows' guessed spans missed a candidate and %d held them all; want both", run.name, missed, fit)
 		}
 		t.Logf("%s: %d rows missed, %d fit", run.name, missed, fit)
+	}
+}
+
+// TestHeldRows: a one-CTA GVR kernel selects a row of K < n <=
+// 2*MaxCandidates in shared memory (PathHeld) and a longer one by the GVR
+// phases; both exact on the adversarial suite at the boundary (n = 2C and
+// 2C + 1, and short rows of n = K + 1 .. 2C), sorted and as a set, for
+// float32 and bfloat16 scores.
+func TestHeldRows(t *testing.T) {
+	for _, base := range []gen.Config{cfgK16, cfgK256} {
+		for _, variant := range []string{"set", "sorted", "bf16"} {
+			cfg := base
+			cfg.Instrument = true
+			cfg.Sorted = variant == "sorted"
+			held := 2 * cfg.MaxCandidates
+			r := rand.New(rand.NewPCG(61, uint64(cfg.K)))
+			var cs []testCase
+			for _, n := range []int{held, held + 1, cfg.K + 1, (cfg.K + held) / 2} {
+				cs = append(cs, rows(r, cfg.K, cfg.MaxCandidates, n)...)
+			}
+			if variant == "bf16" {
+				cfg.Scores = gen.BFloat16
+				cs = narrowed(cs, topk.BFloat16)
+			}
+			predict(r, cs, "partial", cfg.K)
+			for _, name := range []string{"gvr_topk", "topk_fallback"} {
+				p, k := load(t, name, cfg)
+				idx, vals, stats := launchStats(t, p, k, cs, false)
+				for row, c := range cs {
+					if err := topk.Check(c.x, cfg.K, cfg.Sorted, idx[row], vals[row]); err != nil {
+						t.Errorf("%s %s %v: row %d (%s, n=%d): %v", name, variant, base, row, c.name, len(c.x), err)
+					}
+					n, path := len(c.x), binary.LittleEndian.Uint32(stats[row][gen.StatsPath:])
+					held := n > cfg.K && n <= held
+					if (path == gen.PathHeld) != held {
+						t.Errorf("%s %s %v: row %d (%s, n=%d): path %d, held %v", name, variant, base, row, c.name, n, path, held)
+					}
+				}
+			}
+		}
 	}
 }

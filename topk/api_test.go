@@ -81,7 +81,7 @@ func TestParseStats(t *testing.T) {
 	if _, err := ParseStats(raw[:70]); err == nil {
 		t.Error("ParseStats of 70 bytes: no error")
 	}
-	if PathExact.String() != "exact" || Path(9).String() != "path(9)" {
+	if PathExact.String() != "exact" || PathHeld.String() != "held" || Path(9).String() != "path(9)" {
 		t.Error("Path.String")
 	}
 }

@@ -613,7 +613,7 @@ func TestDecodeLoop(t *testing.T) {
 	}
 	type acc struct {
 		rows, passes, valid int
-		paths               [3]int
+		paths               [4]int
 		cycles              [4]uint64
 	}
 	var fallback, predicted acc
@@ -652,7 +652,7 @@ func TestDecodeLoop(t *testing.T) {
 				a.rows++
 				a.passes += int(s.Phase2Passes)
 				a.valid += int(s.ValidPred)
-				if s.Path < 3 {
+				if s.Path < 4 {
 					a.paths[s.Path]++
 				}
 				for i, c := range s.PhaseCycles() {
@@ -670,7 +670,7 @@ func TestDecodeLoop(t *testing.T) {
 	}{{"fallback steps", fallback}, {"predicted steps", predicted}} {
 		a := c.a
 		n := max(a.rows, 1)
-		t.Logf("%s: %d rows, paths copy/gvr/exact %v, %.2f Phase-2 passes per row, %.0f valid predicted indices, cycles per phase %v",
+		t.Logf("%s: %d rows, paths copy/gvr/exact/held %v, %.2f Phase-2 passes per row, %.0f valid predicted indices, cycles per phase %v",
 			c.name, a.rows, a.paths, float64(a.passes)/float64(n), float64(a.valid)/float64(n),
 			[4]uint64{a.cycles[0] / uint64(n), a.cycles[1] / uint64(n), a.cycles[2] / uint64(n), a.cycles[3] / uint64(n)})
 	}

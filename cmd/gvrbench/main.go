@@ -879,7 +879,7 @@ func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) 
 					stepRows[j]++
 				}
 			}
-			if i == 0 && s.Path < 3 {
+			if i == 0 && s.Path < 4 {
 				p.Paths[s.Path]++
 			}
 			count++

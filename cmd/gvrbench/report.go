@@ -81,7 +81,7 @@ type Phases struct {
 	RadixPasses  float64    `json:"radix_passes"`
 	Candidates   float64    `json:"candidates"`
 	ValidPred    float64    `json:"valid_pred"`
-	Paths        [3]int     `json:"paths"` // rows by path: copy, gvr, exact
+	Paths        [4]int     `json:"paths"` // rows by path: copy, gvr, exact, held
 	// StepUS is the mean time of each of topk.Steps inside Phases 1 and 4
 	// over the rows that passed through it (0: none did).
 	StepUS [len(topk.Steps)]float64 `json:"step_us"`
@@ -219,7 +219,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row; us from SM cycles at %d MHz):\n", mode, d.ClockMHz)
 		fmt.Fprintf(w, "%5s %7s %-9s %8s %8s %8s %8s %7s %7s %7s %7s  %s\n", "batch", "N", "kernel",
-			"phase1", "phase2", "phase3", "phase4", "passes", "radix", "cands", "valid", "rows copy/gvr/exact")
+			"phase1", "phase2", "phase3", "phase4", "passes", "radix", "cands", "valid", "rows copy/gvr/exact/held")
 		phases := slices.Clone(r.Phases)
 		slices.SortStableFunc(phases, func(a, b Phases) int {
 			if a.Batch != b.Batch {
@@ -228,9 +228,9 @@ func (r *Report) WriteTable(w io.Writer) {
 			return a.N - b.N
 		})
 		for _, p := range phases {
-			fmt.Fprintf(w, "%5d %7d %-9s %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.0f %7.0f  %d/%d/%d\n",
+			fmt.Fprintf(w, "%5d %7d %-9s %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.0f %7.0f  %d/%d/%d/%d\n",
 				p.Batch, p.N, p.Kernel, p.PhaseUS[0], p.PhaseUS[1], p.PhaseUS[2], p.PhaseUS[3],
-				p.Phase2Passes, p.RadixPasses, p.Candidates, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2])
+				p.Phase2Passes, p.RadixPasses, p.Candidates, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2], p.Paths[3])
 		}
 		if slices.ContainsFunc(phases, func(p Phases) bool { return p.StepUS != [len(topk.Steps)]float64{} }) {
 			fmt.Fprintf(w, "\ninside Phases 1 and 4 (the same runs; us, mean over the rows that pass each step):\n%5s %7s %-9s", "batch", "N", "kernel")
@@ -305,7 +305,7 @@ type Replay struct {
 	Within3  float64    `json:"within_3"`
 	CandMean float64    `json:"candidates_mean"` // candidates collected in Phase 3
 	CandP99  float64    `json:"candidates_p99"`
-	Paths    [3]int     `json:"paths"`    // predicted rows by path: copy, gvr, exact
+	Paths    [4]int     `json:"paths"`    // predicted rows by path: copy, gvr, exact, held
 	PhaseUS  [4]float64 `json:"phase_us"` // mean per predicted row, from SM cycles
 	StepUS   float64    `json:"step_us"`  // median time of a step (CUDA events around Select)
 }
@@ -317,11 +317,11 @@ func WriteReplays(w io.Writer, rs []Replay) {
 	}
 	fmt.Fprintf(w, "\nreplay (topk.Selector with feedback, instrumented kernels; the first step, the fallback's, not counted):\n")
 	fmt.Fprintf(w, "%-28s %5s %4s %15s %6s %6s %6s %6s %8s %8s %8s  %-23s %s\n", "source", "steps", "rows", "N", "alpha",
-		"1-shot", "<=2", "<=3", "cands", "p99", "step us", "phase us 1/2/3/4", "copy/gvr/exact")
+		"1-shot", "<=2", "<=3", "cands", "p99", "step us", "phase us 1/2/3/4", "copy/gvr/exact/held")
 	for _, r := range rs {
-		fmt.Fprintf(w, "%-28s %5d %4d %7d-%-7d %5.1f%% %5.1f%% %5.1f%% %5.1f%% %8.0f %8.0f %8.1f  %5.1f %5.1f %5.1f %5.1f  %d/%d/%d\n",
+		fmt.Fprintf(w, "%-28s %5d %4d %7d-%-7d %5.1f%% %5.1f%% %5.1f%% %5.1f%% %8.0f %8.0f %8.1f  %5.1f %5.1f %5.1f %5.1f  %d/%d/%d/%d\n",
 			r.Source, r.Steps, r.Rows, r.MinN, r.MaxN, 100*r.Alpha, 100*r.OneShot, 100*r.Within2, 100*r.Within3,
-			r.CandMean, r.CandP99, r.StepUS, r.PhaseUS[0], r.PhaseUS[1], r.PhaseUS[2], r.PhaseUS[3], r.Paths[0], r.Paths[1], r.Paths[2])
+			r.CandMean, r.CandP99, r.StepUS, r.PhaseUS[0], r.PhaseUS[1], r.PhaseUS[2], r.PhaseUS[3], r.Paths[0], r.Paths[1], r.Paths[2], r.Paths[3])
 	}
 }
 

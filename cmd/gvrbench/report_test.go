@@ -47,7 +47,7 @@ func TestWriteTable(t *testing.T) {
 			{Batch: 1, N: 65536, Mode: "warm", Kernel: "gvr", MedianUS: 10},
 			{Batch: 1, N: 65536, Mode: "warm", Kernel: "fallback", MedianUS: 25},
 		},
-		Phases: []Phases{{Batch: 1, N: 65536, Kernel: "gvr", PhaseUS: [4]float64{1, 2, 3, 4}, Paths: [3]int{0, 1, 0}}},
+		Phases: []Phases{{Batch: 1, N: 65536, Kernel: "gvr", PhaseUS: [4]float64{1, 2, 3, 4}, Paths: [4]int{0, 1, 0, 0}}},
 	}
 	var b strings.Builder
 	r.WriteTable(&b)
@@ -81,7 +81,7 @@ func TestWriteTable(t *testing.T) {
 func TestWriteReplays(t *testing.T) {
 	r := &Report{Device: Device{Name: "GPU"}, K: 2048, Mismatches: []string{},
 		Replays: []Replay{{Source: "profile middle", Steps: 32, Rows: 1, MinN: 70690, MaxN: 70721, Alpha: 0.437,
-			OneShot: 0.9, Within2: 0.95, Within3: 1, CandMean: 3000, CandP99: 3500, Paths: [3]int{0, 31, 0},
+			OneShot: 0.9, Within2: 0.95, Within3: 1, CandMean: 3000, CandP99: 3500, Paths: [4]int{0, 31, 0, 0},
 			PhaseUS: [4]float64{2, 3, 4, 0.3}, StepUS: 14.5}}}
 	var b strings.Builder
 	r.WriteTable(&b)
