@@ -643,17 +643,20 @@ func (t *topk) heldSelect() {
 	e.Mov(t.path, ptx.Imm(PathHeld))
 	e.Mov(t.ncand, t.n)
 	// The loads of a row walk are all in flight before its stores (an
-	// unrolled vector loop): one memory latency.
+	// unrolled vector loop): one memory latency. The keys' span is taken
+	// on the way, and its reduction's barrier publishes the stores.
+	acc := t.newSpanAcc()
 	t.rowWalk(t.row, t.n, t.cfg.unroll(), func(x ptx.Reg, idx func() ptx.Reg) {
-		e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.held, idx(), 4), t.bitsOf(x))
+		b := t.bitsOf(x)
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.held, idx(), 4), b)
+		acc.add(b)
 	})
-	t.sync()
 	for i := 1; i <= 3; i++ {
 		t.stamp(i) // the load is Phase 1's time; Phases 2 and 3 take none
 	}
-	row := t.heldWalker()
-	span := t.spanOf(row, t.reduce)
+	span := acc.span(t.reduce)
 	t.mark(MarkP4Span)
+	row := t.heldWalker()
 	t.onMark = t.mark // exactSelect's own points
 	t.exactSelect(row, t.k, t.sel, t.out, t.passes, selectHow{small: true, cleared: true, span: &span})
 	t.onMark = nil

@@ -89,17 +89,37 @@ func (s keySpan) rank(c *cta, k ptx.Reg) ptx.Reg {
 // (scratch: four words per warp). A single key, or none, gives shift 32:
 // every rank 0 (shl clamps the shift at 32).
 func (c *cta) spanOf(w walker, scratch region) keySpan {
-	e := c.e
-	lo, hi := c.constU32(0xFFFFFFFF), c.constU32(0)
-	all, any := c.constU32(0xFFFFFFFF), c.constU32(0)
-	w(func(x elem) {
-		k := c.key(x.bits)
-		e.Min(lo, lo, k)
-		e.Max(hi, hi, k)
-		e.And(all, all, k)
-		e.Or(any, any, k)
-	})
-	r := c.blockReduceN([]string{"min", "max", "and", "or"}, []ptx.Reg{lo, hi, all, any}, scratch)
+	acc := c.newSpanAcc()
+	w(func(x elem) { acc.add(x.bits) })
+	return acc.span(scratch)
+}
+
+// spanAcc accumulates this thread's part of a key span (spanOf), for a
+// walk that does more than that.
+type spanAcc struct {
+	c                *cta
+	lo, hi, all, any ptx.Reg // u32
+}
+
+func (c *cta) newSpanAcc() *spanAcc {
+	return &spanAcc{c: c, lo: c.constU32(0xFFFFFFFF), hi: c.constU32(0), all: c.constU32(0xFFFFFFFF), any: c.constU32(0)}
+}
+
+// add takes in the key of float bits b.
+func (a *spanAcc) add(b ptx.Reg) {
+	c, e := a.c, a.c.e
+	k := c.key(b)
+	e.Min(a.lo, a.lo, k)
+	e.Max(a.hi, a.hi, k)
+	e.And(a.all, a.all, k)
+	e.Or(a.any, a.any, k)
+}
+
+// span combines the threads' parts into the span, in every thread (a block
+// reduction: its barrier also publishes shared stores made before it).
+func (a *spanAcc) span(scratch region) keySpan {
+	c, e := a.c, a.c.e
+	r := c.blockReduceN([]string{"min", "max", "and", "or"}, []ptx.Reg{a.lo, a.hi, a.all, a.any}, scratch)
 	d := c.u32()
 	e.Sub(d, r[1], r[0])
 	span := keySpan{min: r[0], shift: c.u32(), zeros: c.u32()}
