@@ -54,7 +54,7 @@ const (
 	StatsCandidates   = 48  // candidates collected in Phase 3
 	StatsPath         = 52  // PathCopy, PathGVR, PathExact or PathHeld
 	StatsValidPred    = 56  // valid predicted indices Phase 1 saw
-	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run)
+	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run); with PathHeld, the key the select starts from (heldSelect)
 	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1 and 4 (0: not reached)
 	StatsSampleTop    = 160 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it)
 )
@@ -646,33 +646,95 @@ func (t *topk) heldSelect() {
 	// unrolled vector loop): one memory latency. The keys' span is taken
 	// on the way, and its reduction's barrier publishes the stores.
 	acc := t.newSpanAcc()
+	bound := t.newKthBound()
 	t.rowWalk(t.row, t.n, t.cfg.unroll(), func(x ptx.Reg, idx func() ptx.Reg) {
 		b := t.bitsOf(x)
 		e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.held, idx(), 4), b)
 		acc.add(b)
+		if bound != nil {
+			bound.add(t.key(b))
+		}
 	})
 	for i := 1; i <= 3; i++ {
 		t.stamp(i) // the load is Phase 1's time; Phases 2 and 3 take none
 	}
+	if bound != nil {
+		// The span starts at the bound instead of the row's least key: a
+		// row's low tail (down to zero or below it, where keys are
+		// spread over every exponent) put ~1500 of 8192 synthetic keys
+		// into the K-th one's first-digit bin, and the select took three
+		// passes instead of one (perf notes 58). The bound enters the
+		// low bits the span's keys share (spanAcc) as one of them: the
+		// ranks count from it.
+		least := bound.top[len(bound.top)-1]
+		e.Mov(acc.lo, least)
+		e.And(acc.all, acc.all, least)
+		e.Or(acc.any, acc.any, least)
+	}
 	span := acc.span(t.reduce)
+	if t.cfg.Instrument {
+		e.Mov(t.thr, span.min) // the stats' threshold, as a key
+	}
 	t.mark(MarkP4Span)
-	row := t.heldWalker()
+	row := t.heldWalker(span.min)
 	t.onMark = t.mark // exactSelect's own points
 	t.exactSelect(row, t.k, t.sel, t.out, t.passes, selectHow{small: true, cleared: true, span: &span})
 	t.onMark = nil
 }
 
-// heldWalker visits a held row (heldSelect): element j at word j of the
-// buffer, round-robin over the threads.
-func (t *topk) heldWalker() walker {
+// heldWalker visits the elements of a held row (heldSelect) whose keys are
+// at least lo: element j at word j of the buffer, round-robin over the
+// threads.
+func (t *topk) heldWalker(lo ptx.Reg) walker {
 	return func(visit func(elem)) {
 		e := t.e
 		j := t.u32()
 		e.For(j, t.tid, t.n, ptx.Imm(int64(t.threads)), func() {
 			b := t.u32()
 			e.Ld(ptx.SpaceShared, b, t.smem.elem(t.held, j, 4))
-			visit(elem{bits: b, idx: func() ptx.Reg { return j }})
+			e.If(t.setp(ptx.GE, t.key(b), lo), func() {
+				visit(elem{bits: b, idx: func() ptx.Reg { return j }})
+			})
 		})
+	}
+}
+
+// kthBound keeps the m = ceil(K/B) largest keys a thread sees, in
+// descending order. Every thread has m keys at or above its m-th, so at
+// least B*m >= K keys of the row are at or above the least of them: the
+// K-th largest key is too, and elements below it cannot be selected. (A
+// thread that sees fewer than m keys keeps key 0, the least: no bound.)
+type kthBound struct {
+	t   *topk
+	top []ptx.Reg // u32
+}
+
+// maxBoundKeys caps m: the keys are registers through the row's load.
+const maxBoundKeys = 8
+
+// newKthBound is nil where m would exceed maxBoundKeys.
+func (t *topk) newKthBound() *kthBound {
+	m := (t.cfg.K + t.threads - 1) / t.threads
+	if m > maxBoundKeys {
+		return nil
+	}
+	b := &kthBound{t: t}
+	for range m {
+		b.top = append(b.top, t.constU32(0))
+	}
+	return b
+}
+
+// add inserts key k, keeping the m largest.
+func (b *kthBound) add(k ptx.Reg) {
+	e := b.t.e
+	k0 := b.t.u32()
+	e.Mov(k0, k)
+	for _, r := range b.top {
+		hi := b.t.u32()
+		e.Max(hi, r, k0)
+		e.Min(k0, r, k0)
+		e.Mov(r, hi)
 	}
 }
 

@@ -566,8 +566,17 @@ func TestTopKRadixPasses(t *testing.T) {
 				case path == gen.PathGVR && int(ncand) == cfg.K:
 					want = 0
 				case path == gen.PathHeld:
+					// The select takes the keys at or above the bound, the
+					// stats' threshold, in the span from it.
 					keys := rowKeys(c.x)
-					want = exactSpanPasses(keys, keys, cfg.K, D, db)
+					lo := binary.LittleEndian.Uint32(st[gen.StatsThreshold:])
+					var cands []uint32
+					for _, key := range keys {
+						if key >= lo {
+							cands = append(cands, key)
+						}
+					}
+					want = spanPassesFrom(keys, cands, append(keys, lo), lo, cfg.K, D, db)
 				case path == gen.PathGVR:
 					thr := math.Float32frombits(binary.LittleEndian.Uint32(st[gen.StatsThreshold:]))
 					top := binary.LittleEndian.Uint32(st[gen.StatsSampleTop:])
@@ -607,12 +616,19 @@ func phase4Passes(x []float32, k, ncand, D, db int, thr float32, top uint32) uin
 // exactSpanPasses is how many passes a select over the candidates' ranks
 // in their exact span takes (spanOf's: the keys of x are keys).
 func exactSpanPasses(keys, cands []uint32, k, D, db int) uint32 {
-	lo, hi := slices.Min(cands), slices.Max(cands)
+	return spanPassesFrom(keys, cands, cands, slices.Min(cands), k, D, db)
+}
+
+// spanPassesFrom is exactSpanPasses with the span from lo, a key at or
+// below every candidate, and the low bits that the keys of shared (lo
+// among them) have in common known to be zero in every rank.
+func spanPassesFrom(keys, cands, shared []uint32, lo uint32, k, D, db int) uint32 {
+	hi := slices.Max(cands)
 	shift := bits.LeadingZeros32(hi - lo)
 	// The low bits every rank has zero: the shift, and the bits the keys
 	// share.
 	all, any := ^uint32(0), uint32(0)
-	for _, key := range cands {
+	for _, key := range shared {
 		all, any = all&key, any|key
 	}
 	zeros := min(32, shift+bits.TrailingZeros32(all^any))
