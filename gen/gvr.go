@@ -26,7 +26,7 @@ const (
 	PathCopy  = 0 // n <= K: every element
 	PathGVR   = 1 // threshold bracketed, candidates refined in shared memory
 	PathExact = 2 // radix select over the row
-	PathHeld  = 3 // K < n <= 2*MaxCandidates: the row held in shared memory and selected there (heldSelect)
+	PathHeld  = 3 // K < n <= MaxCandidates: the row held in shared memory and selected there (heldSelect)
 )
 
 // Phase 2 tuning.
@@ -120,7 +120,6 @@ type topkShared struct {
 	p1        *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	sampleTop region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
 	cand      struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
-	held      region                     // the candidate buffer as one array of 2*MaxCandidates float bits (heldSelect)
 	stage     *staging                   // sorted output only
 }
 
@@ -132,10 +131,8 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 	s.sel = allocSelect(l, cfg.Bins, warps)
 	s.reduce = l.alloc("reduce", 4*4*warps, 16)
 	if withCand {
-		// One allocation, so that a held row (heldSelect) has both halves.
-		s.held = l.alloc("cand", 8*cfg.MaxCandidates, 16)
-		s.cand.bits = region{name: "cand_bits", off: s.held.off, bytes: 4 * cfg.MaxCandidates}
-		s.cand.idx = region{name: "cand_idx", off: s.held.off + 4*cfg.MaxCandidates, bytes: 4 * cfg.MaxCandidates}
+		s.cand.bits = l.alloc("cand_bits", 4*cfg.MaxCandidates, 16)
+		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
 		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
 		s.sampleTop = l.alloc("sample_top", 4, 4)
 	}
@@ -619,24 +616,21 @@ func (t *topk) body(phase1 func() guess) {
 			gvr()
 			return
 		}
-		e.IfElse(t.setp(ptx.LE, t.n, ptx.Imm(int64(t.heldMax()))), t.heldSelect, gvr)
+		e.IfElse(t.setp(ptx.LE, t.n, ptx.Imm(int64(t.cfg.MaxCandidates))), t.heldSelect, gvr)
 	})
 	t.finish()
 }
 
-// heldMax is the longest row heldSelect takes: the candidate buffer's
-// words.
-func (t *topk) heldMax() int { return t.held.bytes / 4 }
-
-// heldSelect selects the Top-K of a row of K < n <= heldMax elements
-// (PathHeld): the row comes into the candidate buffer once, and Phase 4's
-// exact selection runs over all of it, with the span of its keys. Phases
-// 1-3 exist to cut a long row down to a few candidates; a row this short
-// is its own candidate set, and their fixed costs (the prediction's and
-// the sample's scattered loads, two passes over the row, a Phase 4 of
-// its own) are more than the extra elements a select over the whole row
-// costs (perf notes 58). No prediction is used. One CTA per row only: a
-// cluster kernel's rows are long.
+// heldSelect selects the Top-K of a row of K < n <= MaxCandidates
+// elements (PathHeld): the row comes into the candidate buffer once, and
+// Phase 4's exact selection runs over it. Phases 1-3 exist to cut a long
+// row down to a few candidates, and a row that fits the candidate buffer
+// is one Phase 2's window [K, MaxCandidates] could cut by half at most;
+// their fixed costs (the prediction's and the sample's scattered loads,
+// two passes over the row) are more than the select's walks over the
+// extra elements cost, up to MaxCandidates = 6144 at K = 2048, though not
+// at 8192 (perf notes 58). No prediction is used. One CTA per row only:
+// a cluster kernel's rows are long.
 func (t *topk) heldSelect() {
 	e := t.e
 	e.Comment("a held row: selected in shared memory, without Phases 1-3")
@@ -649,7 +643,7 @@ func (t *topk) heldSelect() {
 	bound := t.newKthBound()
 	t.rowWalk(t.row, t.n, t.cfg.unroll(), func(x ptx.Reg, idx func() ptx.Reg) {
 		b := t.bitsOf(x)
-		e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.held, idx(), 4), b)
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(t.cand.bits, idx(), 4), b)
 		acc.add(b)
 		if bound != nil {
 			bound.add(t.key(b))
@@ -691,7 +685,7 @@ func (t *topk) heldWalker(lo ptx.Reg) walker {
 		j := t.u32()
 		e.For(j, t.tid, t.n, ptx.Imm(int64(t.threads)), func() {
 			b := t.u32()
-			e.Ld(ptx.SpaceShared, b, t.smem.elem(t.held, j, 4))
+			e.Ld(ptx.SpaceShared, b, t.smem.elem(t.cand.bits, j, 4))
 			e.If(t.setp(ptx.GE, t.key(b), lo), func() {
 				visit(elem{bits: b, idx: func() ptx.Reg { return j }})
 			})

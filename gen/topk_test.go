@@ -523,7 +523,7 @@ func TestGVRTakesItsPath(t *testing.T) {
 		switch {
 		case len(c.x) <= cfg.K:
 			want = topk.PathCopy
-		case len(c.x) <= 2*cfg.MaxCandidates:
+		case len(c.x) <= cfg.MaxCandidates:
 			want = topk.PathHeld
 		}
 		if st[row].Path != want {
@@ -1026,7 +1026,7 @@ func testWindows(t *testing.T, d topk.DType) {
 			if stats != 0 {
 				// The prediction, read in the output's space, is the window's
 				// Top-K: every predicted index valid where the window takes
-				// the GVR path (longer than 2*MaxCandidates: a shorter one is
+				// the GVR path (longer than MaxCandidates: a shorter one is
 				// held, and reads no prediction).
 				raw, err := mem.Read(stats, rows*gen.StatsBytes)
 				if err != nil {
@@ -1034,7 +1034,7 @@ func testWindows(t *testing.T, d topk.DType) {
 				}
 				for row := range rows {
 					valid := binary.LittleEndian.Uint32(raw[row*gen.StatsBytes+gen.StatsValidPred:])
-					if n := win[row][1] - win[row][0]; n > 2*kc.cfg.MaxCandidates && valid != uint32(K) {
+					if n := win[row][1] - win[row][0]; n > kc.cfg.MaxCandidates && valid != uint32(K) {
 						t.Errorf("%s abs=%v: row %d (n = %d): %d valid predicted indices, want %d", kc.name, abs, row, n, valid, K)
 					}
 				}
@@ -1208,9 +1208,9 @@ func TestGuessedSpanMisses(t *testing.T) {
 }
 
 // TestHeldRows: a one-CTA GVR kernel selects a row of K < n <=
-// 2*MaxCandidates in shared memory (PathHeld) and a longer one by the GVR
-// phases; both exact on the adversarial suite at the boundary (n = 2C and
-// 2C + 1, and short rows of n = K + 1 .. 2C), sorted and as a set, for
+// MaxCandidates in shared memory (PathHeld) and a longer one by the GVR
+// phases; both exact on the adversarial suite at the boundary (n = C and
+// C + 1, and short rows of n = K + 1 .. C), sorted and as a set, for
 // float32 and bfloat16 scores.
 func TestHeldRows(t *testing.T) {
 	for _, base := range []gen.Config{cfgK16, cfgK256} {
@@ -1218,7 +1218,7 @@ func TestHeldRows(t *testing.T) {
 			cfg := base
 			cfg.Instrument = true
 			cfg.Sorted = variant == "sorted"
-			held := 2 * cfg.MaxCandidates
+			held := cfg.MaxCandidates
 			r := rand.New(rand.NewPCG(61, uint64(cfg.K)))
 			var cs []testCase
 			for _, n := range []int{held, held + 1, cfg.K + 1, (cfg.K + held) / 2} {
