@@ -678,20 +678,34 @@ func (t *topk) heldSelect() {
 
 // heldWalker visits the elements of a held row (heldSelect) whose keys are
 // at least lo: element j at word j of the buffer, round-robin over the
-// threads.
+// threads, heldUnroll loads in flight per thread (a walk of 16 elements a
+// thread waited on one shared load after another: perf notes 59).
 func (t *topk) heldWalker(lo ptx.Reg) walker {
 	return func(visit func(elem)) {
 		e := t.e
+		B := int64(t.threads)
 		j := t.u32()
-		e.For(j, t.tid, t.n, ptx.Imm(int64(t.threads)), func() {
-			b := t.u32()
-			e.Ld(ptx.SpaceShared, b, t.smem.elem(t.cand.bits, j, 4))
-			e.If(t.setp(ptx.GE, t.key(b), lo), func() {
-				visit(elem{bits: b, idx: func() ptx.Reg { return j }})
-			})
+		e.For(j, t.tid, t.n, ptx.Imm(heldUnroll*B), func() {
+			var bs, js [heldUnroll]ptx.Reg
+			var in [heldUnroll]ptx.Pred
+			for u := range heldUnroll {
+				js[u] = t.u32()
+				e.Add(js[u], j, ptx.Imm(int64(u)*B))
+				bs[u] = t.u32()
+				in[u] = t.setp(ptx.LT, js[u], t.n)
+				e.Guarded(in[u], func() { e.Ld(ptx.SpaceShared, bs[u], t.smem.elem(t.cand.bits, js[u], 4)) })
+			}
+			for u := range heldUnroll {
+				p := t.setp(ptx.GE, t.key(bs[u]), lo)
+				e.AndPred(p, p, in[u])
+				e.If(p, func() { visit(elem{bits: bs[u], idx: func() ptx.Reg { return js[u] }}) })
+			}
 		})
 	}
 }
+
+// heldUnroll is heldWalker's loads in flight per thread.
+const heldUnroll = 4
 
 // kthBound keeps the m = ceil(K/B) largest keys a thread sees, in
 // descending order. Every thread has m keys at or above its m-th, so at
