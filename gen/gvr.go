@@ -571,7 +571,8 @@ func genRadix(cfg Config) (*Kernel, error) {
 // 2 and 3 over its slice, combining across the cluster; then the
 // candidates are in the leader CTA's shared memory, and the leader alone
 // refines them (Phase 4). The leader alone copies short rows and takes the
-// exact path.
+// exact path. One CTA per row holds a row of at most MaxCandidates
+// elements in shared memory and selects it there instead (heldSelect).
 func (t *topk) body(phase1 func() guess) {
 	e := t.e
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), func() {
@@ -629,7 +630,7 @@ func (t *topk) body(phase1 func() guess) {
 // their fixed costs (the prediction's and the sample's scattered loads,
 // two passes over the row) are more than the select's walks over the
 // extra elements cost, up to MaxCandidates = 6144 at K = 2048, though not
-// at 8192 (perf notes 58). No prediction is used. One CTA per row only:
+// at 8192 (perf notes 58-60). No prediction is used. One CTA per row only:
 // a cluster kernel's rows are long.
 func (t *topk) heldSelect() {
 	e := t.e
@@ -678,8 +679,8 @@ func (t *topk) heldSelect() {
 
 // heldWalker visits the elements of a held row (heldSelect) whose keys are
 // at least lo: element j at word j of the buffer, round-robin over the
-// threads, heldUnroll loads in flight per thread (a walk of 16 elements a
-// thread waited on one shared load after another: perf notes 59).
+// threads, heldUnroll loads in flight per thread (one at a time, a walk of
+// a dozen elements a thread waited on each load in turn: perf notes 59).
 func (t *topk) heldWalker(lo ptx.Reg) walker {
 	return func(visit func(elem)) {
 		e := t.e
