@@ -12,11 +12,21 @@ import (
 // writeSelected writes the chosen elements in walk order. Together they pick
 // exactly K elements with ties broken by lowest index, whatever the input.
 
-// elem is one visited element: its float bits and a function that emits
-// its row index (computed only where needed).
+// elem is one visited element: its float bits, a function that emits its
+// row index (computed only where needed) and, where the walker has it
+// already, its key (keyOf).
 type elem struct {
 	bits ptx.Reg
 	idx  func() ptx.Reg
+	key  ptx.Reg // u32; the zero Reg: computed from bits
+}
+
+// keyOf is x's key: the walker's, or the key of its bits.
+func (c *cta) keyOf(x elem) ptx.Reg {
+	if x.key.T != ptx.TypeInvalid {
+		return x.key
+	}
+	return c.key(x.bits)
 }
 
 // walker emits a walk over a set of elements, calling visit for each. A
@@ -27,10 +37,10 @@ type walker func(visit func(x elem))
 // larger ranks come first in the Top-K order.
 type stream func(visit func(r ptx.Reg))
 
-// ranksOf ranks every element by rankOf of its float bits.
-func (c *cta) ranksOf(w walker, rankOf func(bits ptx.Reg) ptx.Reg) stream {
+// ranksOf ranks every element by rankOf.
+func (c *cta) ranksOf(w walker, rankOf func(x elem) ptx.Reg) stream {
 	return func(visit func(ptx.Reg)) {
-		w(func(x elem) { visit(rankOf(x.bits)) })
+		w(func(x elem) { visit(rankOf(x)) })
 	}
 }
 
@@ -67,7 +77,7 @@ func (c *cta) ranksIn(w walker, s keySpan) stream {
 	return func(visit func(ptx.Reg)) {
 		w(func(x elem) {
 			d := c.u32()
-			c.e.Sub(d, c.key(x.bits), s.min)
+			c.e.Sub(d, c.keyOf(x), s.min)
 			c.e.If(c.setp(ptx.LE, d, s.lim), func() {
 				r := c.u32()
 				c.e.Shl(r, d, s.shift)
@@ -90,7 +100,7 @@ func (s keySpan) rank(c *cta, k ptx.Reg) ptx.Reg {
 // every rank 0 (shl clamps the shift at 32).
 func (c *cta) spanOf(w walker, scratch region) keySpan {
 	acc := c.newSpanAcc()
-	w(func(x elem) { acc.add(x.bits) })
+	w(func(x elem) { acc.add(c.keyOf(x)) })
 	return acc.span(scratch)
 }
 
@@ -105,10 +115,9 @@ func (c *cta) newSpanAcc() *spanAcc {
 	return &spanAcc{c: c, lo: c.constU32(0xFFFFFFFF), hi: c.constU32(0), all: c.constU32(0xFFFFFFFF), any: c.constU32(0)}
 }
 
-// add takes in the key of float bits b.
-func (a *spanAcc) add(b ptx.Reg) {
-	c, e := a.c, a.c.e
-	k := c.key(b)
+// add takes in key k.
+func (a *spanAcc) add(k ptx.Reg) {
+	e := a.c.e
 	e.Min(a.lo, a.lo, k)
 	e.Max(a.hi, a.hi, k)
 	e.And(a.all, a.all, k)
@@ -141,7 +150,7 @@ func (a *spanAcc) span(scratch region) keySpan {
 func (c *cta) tiesOf(w walker, kth ptx.Reg) stream {
 	return func(visit func(ptx.Reg)) {
 		w(func(x elem) {
-			c.e.If(c.setp(ptx.EQ, c.key(x.bits), kth), func() {
+			c.e.If(c.setp(ptx.EQ, c.keyOf(x), kth), func() {
 				r := c.u32()
 				c.e.Not(r, x.idx())
 				visit(r)
@@ -663,9 +672,9 @@ func (c *cta) storeGlobal(o outRow, pos, idx, bits ptx.Reg) {
 func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes ptx.Reg, how selectHow) {
 	e := c.e
 	small, loop, span := how.small, how.loop, how.span
-	rankOf, toKey := c.key, func(r ptx.Reg) {}
+	rankOf, toKey := c.keyOf, func(r ptx.Reg) {}
 	if span != nil {
-		rankOf = func(b ptx.Reg) ptx.Reg { return span.rank(c, c.key(b)) }
+		rankOf = func(x elem) ptx.Reg { return span.rank(c, c.keyOf(x)) }
 		toKey = func(r ptx.Reg) {
 			e.Shr(r, r, span.shift)
 			e.Add(r, r, span.min)
@@ -704,7 +713,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 	// The selection: every element before the K-th in the Top-K order,
 	// and it. n is how many of them this thread's walk visits.
 	selected := func(x elem) ptx.Pred {
-		k := c.key(x.bits)
+		k := c.keyOf(x)
 		sel := c.setp(ptx.GT, k, kthKey)
 		tie := c.setp(ptx.EQ, k, kthKey)
 		e.AndPred(tie, tie, c.setp(ptx.LE, x.idx(), kthIdx))
@@ -814,7 +823,7 @@ func (c *cta) checkSpan(r *radix, span *keySpan, g *spanGuess, again ptx.Label) 
 // them, each added to its thread's counter in r.sh.hist[1], which must be
 // zero and hold a word per thread (the first of several passes leaves it
 // so, cleared for the second).
-func (c *cta) smallSelect(w walker, r *radix, rankOf func(bits ptx.Reg) ptx.Reg, kthKey, kthIdx ptx.Reg, cleared bool, counted ptx.Reg) {
+func (c *cta) smallSelect(w walker, r *radix, rankOf func(x elem) ptx.Reg, kthKey, kthIdx ptx.Reg, cleared bool, counted ptx.Reg) {
 	e, sh := c.e, r.sh
 	e.Comment("small bin: one warp ranks the elements that share the K-th one's high bits")
 	if !cleared {
@@ -826,7 +835,7 @@ func (c *cta) smallSelect(w walker, r *radix, rankOf func(bits ptx.Reg) ptx.Reg,
 		e.Mov(counted, ptx.Imm(0))
 	}
 	w(func(x elem) {
-		k := rankOf(x.bits)
+		k := rankOf(x)
 		m := c.u32()
 		e.And(m, k, r.fixed)
 		if counting { // higher digits than the K-th's: selected
