@@ -70,9 +70,10 @@
 // Phases 1-3 in one CTA per row (heldSelect, PathHeld): it is loaded into
 // the buffer once, and Phase 4's select runs over the keys at or above a
 // bound on the K-th one (the least of every thread's ceil(K/B)-th largest
-// key: at least K keys reach it), 25-35% faster than the four phases at
-// 2K-6K on an H100, slower from 8K, where the select's walks over all of
-// the row cost more than Phases 1-3 save (perf notes 58, 59).
+// key: at least K keys reach it; the keys are stored beside the values
+// once), 32-37% faster than the four phases at 2K-6K on an H100, slower
+// from 8K, where the select's walks over all of the row cost more than
+// Phases 1-3 save (perf notes 58-61).
 //
 // Without a prediction (topk_fallback, or gvr_topk with an empty or garbage
 // one) the first guess comes from a strided row sample held in registers.
