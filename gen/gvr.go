@@ -663,13 +663,12 @@ func (t *topk) heldSelect() {
 		// row's low tail (down to zero or below it, where keys are
 		// spread over every exponent) put ~1500 of 8192 synthetic keys
 		// into the K-th one's first-digit bin, and the select took three
-		// passes instead of one (perf notes 58). The bound enters the
-		// low bits the span's keys share (spanAcc) as one of them: the
-		// ranks count from it.
+		// passes instead of one (perf notes 58). The bound is one of the
+		// span's keys (the ranks count from it, so the low bits the keys
+		// share must be its too) and its least.
 		least := bound.top[len(bound.top)-1]
+		acc.add(least)
 		e.Mov(acc.lo, least)
-		e.And(acc.all, acc.all, least)
-		e.Or(acc.any, acc.any, least)
 	}
 	span := acc.span(t.reduce)
 	if t.cfg.Instrument {

@@ -115,20 +115,25 @@ func (c *cta) newSpanAcc() *spanAcc {
 	return &spanAcc{c: c, lo: c.constU32(0xFFFFFFFF), hi: c.constU32(0), all: c.constU32(0xFFFFFFFF), any: c.constU32(0)}
 }
 
+// spanOps are the reductions a key span takes of its keys, in spanAcc.regs
+// order: the smallest, the largest, and the bits every key has set (and)
+// and any key has (or).
+var spanOps = []string{"min", "max", "and", "or"}
+
+func (a *spanAcc) regs() []ptx.Reg { return []ptx.Reg{a.lo, a.hi, a.all, a.any} }
+
 // add takes in key k.
 func (a *spanAcc) add(k ptx.Reg) {
-	e := a.c.e
-	e.Min(a.lo, a.lo, k)
-	e.Max(a.hi, a.hi, k)
-	e.And(a.all, a.all, k)
-	e.Or(a.any, a.any, k)
+	for i, r := range a.regs() {
+		a.c.combine(spanOps[i], r, r, k)
+	}
 }
 
 // span combines the threads' parts into the span, in every thread (a block
 // reduction: its barrier also publishes shared stores made before it).
 func (a *spanAcc) span(scratch region) keySpan {
 	c, e := a.c, a.c.e
-	r := c.blockReduceN([]string{"min", "max", "and", "or"}, []ptx.Reg{a.lo, a.hi, a.all, a.any}, scratch)
+	r := c.blockReduceN(spanOps, a.regs(), scratch)
 	d := c.u32()
 	e.Sub(d, r[1], r[0])
 	span := keySpan{min: r[0], shift: c.u32(), zeros: c.u32()}

@@ -1237,9 +1237,9 @@ func TestHeldRows(t *testing.T) {
 						t.Errorf("%s %s %v: row %d (%s, n=%d): %v", name, variant, base, row, c.name, len(c.x), err)
 					}
 					n, path := len(c.x), binary.LittleEndian.Uint32(stats[row][gen.StatsPath:])
-					held := n > cfg.K && n <= held
-					if (path == gen.PathHeld) != held {
-						t.Errorf("%s %s %v: row %d (%s, n=%d): path %d, held %v", name, variant, base, row, c.name, n, path, held)
+					wantHeld := n > cfg.K && n <= held
+					if (path == gen.PathHeld) != wantHeld {
+						t.Errorf("%s %s %v: row %d (%s, n=%d): path %d, held %v", name, variant, base, row, c.name, n, path, wantHeld)
 					}
 				}
 			}

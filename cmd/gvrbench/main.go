@@ -879,7 +879,7 @@ func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) 
 					stepRows[j]++
 				}
 			}
-			if i == 0 && s.Path < 4 {
+			if i == 0 && int(s.Path) < len(p.Paths) {
 				p.Paths[s.Path]++
 			}
 			count++

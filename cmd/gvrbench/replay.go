@@ -137,7 +137,7 @@ func (b *bencher) replay(src replaySource) (Replay, error) {
 			st := stats[r]
 			passes = append(passes, st.Phase2Passes)
 			cands = append(cands, st.Candidates)
-			if st.Path < 4 {
+			if int(st.Path) < len(rep.Paths) {
 				rep.Paths[st.Path]++
 			}
 			for i, c := range st.PhaseCycles() {
