@@ -77,8 +77,8 @@ func clusterLayout(name string, cfg Config) (int, clusterShared) {
 	var l layout
 	var sh clusterShared
 	if generators[name].topk {
-		newTopKShared(&l, cfg, true)
-		sh = allocClusterTopK(&l, cfg).slice
+		ts := newTopKShared(&l, cfg, true)
+		sh = allocClusterTopK(&l, cfg, ts).slice
 	} else {
 		sh = allocCluster(&l, cfg)
 	}
@@ -496,26 +496,35 @@ type clusterPart struct {
 }
 
 // exchangeVals is how many u32 values one exchange round carries per CTA:
-// Phase 2's first pass counts firstPoints thresholds.
-const exchangeVals = firstPoints
+// Phase 2's first pass counts firstPoints thresholds; Phase 1 sends the
+// predicted values' minimum and count and its sample share's range.
+const exchangeVals = max(firstPoints, 4)
 
 // clusterTopKShared is a cluster Top-K kernel's shared memory after the
 // Top-K kernel's.
 type clusterTopKShared struct {
-	xchg  [2]region
-	bars  region // MbarrierRounds: the exchange buffers' mbarriers, then the hand-over's
-	slice clusterShared
+	xchg   [2]region
+	bars   region // MbarrierRounds: the exchange buffers' mbarriers, then the hand-over's
+	sample region // the whole row sample, gathered from every CTA's share (sampleRow)
+	slice  clusterShared
 }
 
-// allocClusterTopK lays out, after the Top-K shared memory in l, a
-// cluster Top-K kernel's exchange buffers (and their mbarriers) and then
-// its slice, which takes what is left.
-func allocClusterTopK(l *layout, cfg Config) clusterTopKShared {
+// allocClusterTopK lays out, after the Top-K shared memory ts in l, a
+// cluster Top-K kernel's exchange buffers (and their mbarriers), its
+// sample, and then its slice, which takes what is left. The sample is
+// read in Phase 1 only, so it takes the candidate buffer's values where
+// they hold it (Phase 3 fills them, past Phase 2's rounds, which every
+// CTA enters only once its Phase 1 is done), rather than slice room.
+func allocClusterTopK(l *layout, cfg Config, ts topkShared) clusterTopKShared {
 	var s clusterTopKShared
 	bytes := 4 * exchangeVals * cfg.cluster()
 	s.xchg = [2]region{l.alloc("exchange0", bytes, 16), l.alloc("exchange1", bytes, 16)}
 	if cfg.MbarrierRounds {
 		s.bars = l.alloc("round_mbarriers", 3*8, 8)
+	}
+	s.sample = ts.cand.bits
+	if pts := samplePoints(cfg.BlockSize); 4*pts > s.sample.bytes {
+		s.sample = l.alloc("sample", 4*pts, 16)
 	}
 	s.slice = allocCluster(l, cfg)
 	return s
@@ -526,7 +535,7 @@ func allocClusterTopK(l *layout, cfg Config) clusterTopKShared {
 func (t *topk) newClusterPart(cfg Config) *clusterPart {
 	e := t.e
 	p := &clusterPart{size: cfg.cluster()}
-	p.ctl = allocClusterTopK(&t.smem.layout, cfg)
+	p.ctl = allocClusterTopK(&t.smem.layout, cfg, t.topkShared)
 	p.xchg, p.sh = p.ctl.xchg, p.ctl.slice
 	p.cur, p.both = t.u32(), t.u32()
 	e.Add(p.cur, t.smem.base, ptx.Imm(int64(p.xchg[0].off)))
@@ -602,7 +611,7 @@ func (t *topk) leaderOnly() {
 // (the cluster-wide exclusive prefix), in every thread.
 func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
 	p.send(c, vals)
-	return p.receive(c, len(vals), nil)
+	return p.receive(c, len(vals), nil, nil)
 }
 
 // send is the first half of an exchange: this CTA's values go to every
@@ -639,12 +648,33 @@ func (p *clusterPart) send(c *cta, vals []ptx.Reg) {
 	}
 }
 
+// store stores v (of type typ, 4 bytes) at shared address at in every
+// CTA of the cluster, beside the values of the round send starts: with
+// mbarrier rounds, on each CTA's mbarrier of the round (receive's extraTx
+// must count it); without, before send, whose arrival releases it.
+func (p *clusterPart) store(c *cta, typ ptx.Type, at, v ptx.Reg) {
+	e := c.e
+	for r := range p.size {
+		remote := c.u32()
+		e.Mapa(ptx.SpaceSharedCluster, remote, at, ptx.Imm(int64(r)))
+		if p.mbar() {
+			bar := c.u32()
+			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, ptx.Imm(int64(r)))
+			e.StAsync(typ, ptx.At(remote, 0), v, ptx.At(bar, 0))
+			continue
+		}
+		e.St(ptx.SpaceSharedCluster, typ, ptx.At(remote, 0), v)
+	}
+}
+
 // receive is the second half of the exchange send began, of n values:
 // it waits for every CTA's and combines them in rank order, each by its
-// op ("add", or "min" of unsigned values; nil: all "add"). It returns the
-// totals and, for the added values, the sums over the CTAs of lower rank,
-// in every thread.
-func (p *clusterPart) receive(c *cta, n int, ops []string) (tot, below []ptx.Reg) {
+// op ("add", or "min" or "max" of unsigned values; nil: all "add"). It
+// returns the totals and, for the added values, the sums over the CTAs of
+// lower rank, in every thread. extraTx (nil: none) is how many bytes more
+// the round brings this CTA (u32, the same in every CTA): what the others
+// stored beside their values on the round's mbarrier (sendSample).
+func (p *clusterPart) receive(c *cta, n int, ops []string, extraTx ptx.Operand) (tot, below []ptx.Reg) {
 	e := c.e
 	if ops == nil {
 		ops = make([]string, n)
@@ -655,8 +685,14 @@ func (p *clusterPart) receive(c *cta, n int, ops []string) (tot, below []ptx.Reg
 	if p.mbar() {
 		// This CTA's one arrival a round expects every CTA's values' bytes,
 		// before or after they land.
+		var tx ptx.Operand = ptx.Imm(int64(4 * n * p.size))
+		if extraTx != nil {
+			sum := c.u32()
+			e.Add(sum, extraTx, tx)
+			tx = sum
+		}
 		e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
-			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(p.curBar, 0), ptx.Imm(int64(4*n*p.size)))
+			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(p.curBar, 0), tx)
 		})
 		// Every CTA's values are here once this buffer's mbarrier completes
 		// its phase of this round. A CTA writes a buffer again two rounds
@@ -672,7 +708,7 @@ func (p *clusterPart) receive(c *cta, n int, ops []string) (tot, below []ptx.Reg
 		e.BarrierClusterWait(ptx.SemAcquire)
 	}
 	for _, op := range ops {
-		init := int64(0)
+		init := int64(0) // "add", "max"
 		if op == "min" {
 			init = -1 // the largest u32
 		}
@@ -689,6 +725,8 @@ func (p *clusterPart) receive(c *cta, n int, ops []string) (tot, below []ptx.Reg
 				e.Guarded(lower, func() { e.Add(below[i], below[i], x) })
 			case "min":
 				e.Min(tot[i], tot[i], x)
+			case "max":
+				e.Max(tot[i], tot[i], x)
 			default:
 				panic("gen: exchange op " + op)
 			}

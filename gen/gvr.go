@@ -64,7 +64,7 @@ const (
 // pass it. A mark after a load's first use says when the load arrived.
 const (
 	MarkP1Indices   = iota // Phase 1: the predicted indices arrived (their values' loads issued)
-	MarkP1Values           // Phase 1: the predicted values arrived and were reduced (after the sample's estimate)
+	MarkP1Values           // Phase 1: the predicted values arrived and were reduced (one CTA: after the sample's estimate; a cluster: combined in the round that gathers the sample, before its estimate)
 	MarkP1Sample           // Phase 1: the sample's statistics and threshold estimate done
 	MarkP1Done             // Phase 1's guess ready (a cluster kernel then waits for its slice)
 	MarkP4Span             // Phase 4: the candidates' key span
@@ -877,16 +877,18 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 		}
 		return xs
 	}
-	// The first step's values load while the sample's estimate is
-	// worked out (its block reductions need no prediction): the estimate
-	// costs no time of its own where it fits in that memory latency. (K
-	// = 2048 over 512 threads is that one step.)
+	// In one CTA, the first step's values load while the sample's
+	// estimate is worked out (its block reductions need no prediction):
+	// the estimate costs no time of its own where it fits in that memory
+	// latency. (K = 2048 over 512 threads is that one step.) A cluster's
+	// estimate needs the others' sample shares, which come in the round
+	// that combines the values.
 	j0 := t.u32()
 	e.Add(j0, first, t.tid)
 	xs := gather(j0)
-	// mine takes in the first step's values, gathers the rest of my share
-	// and reduces their minimum key and count across the CTA.
-	mine := func() (kmin, cnt ptx.Reg) {
+	// mine takes in the first step's values and gathers the rest of my
+	// share: their minimum key and count, not yet reduced.
+	mine := func() *stats {
 		for _, x := range xs {
 			st.add(x)
 		}
@@ -898,7 +900,7 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 				st.add(x)
 			}
 		})
-		return st.reduceMinCount()
+		return st
 	}
 	// A row sample, loading while the predicted values do: how far the
 	// prediction can be trusted is not known until Phase 2 counts. Its
@@ -908,18 +910,17 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	smp := t.sampleRow()
 	t.mark(MarkP1Indices)
 
-	// In a cluster, this CTA's minimum and count go to the others first
-	// (past the slice's cluster barrier, which their mbarriers need), and
-	// the sample's estimate is worked out while they travel. (Reduced
-	// with the sample's range in one block reduction they went out later,
-	// once the sample was in too: 0.5-1.5% slower, perf notes 51.)
 	var kmin, cnt ptx.Reg
 	if cluster {
-		kmin, cnt = mine()
-		t.syncCluster()
-		t.part.send(t.cta, []ptx.Reg{kmin, cnt})
+		// This CTA's minimum and count go to the others with its share of
+		// the sample, in one round.
+		mine()
+		tot := t.gatherSample(smp, []ptx.Reg{st.kmin, st.nf}, []string{"min", "add"})
+		kmin, cnt = tot[0], tot[1]
+		t.mark(MarkP1Values)
+	} else {
+		smp.finish()
 	}
-	smp.finish()
 
 	// The sample's estimate is the first pass's first point, as in the
 	// fallback. With a prediction, the second is the predicted minimum: a
@@ -931,13 +932,11 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	t.sampleGuess(g, smp, predRounds)
 	t.mark(MarkP1Sample)
 
-	if cluster {
-		tot, _ := t.part.receive(t.cta, 2, []string{"min", "add"})
-		kmin, cnt = tot[0], tot[1]
-	} else {
-		kmin, cnt = mine()
+	if !cluster {
+		// The first step's values loaded while the estimate was worked out.
+		kmin, cnt = mine().reduceMinCount()
+		t.mark(MarkP1Values)
 	}
-	t.mark(MarkP1Values)
 	e.Mov(t.valid, cnt)
 	e.If(t.setp(ptx.GT, cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], t.keyToFloat(kmin)) })
 	return g
@@ -948,7 +947,11 @@ func (t *topk) phase1SampleStats() guess {
 	t.e.Comment("Phase 1 (no prediction): sample statistics")
 	g := t.newGuess()
 	smp := t.sampleRow()
-	smp.finish()
+	if t.part != nil && t.part.size > 1 {
+		t.gatherSample(smp, nil, nil)
+	} else {
+		smp.finish()
+	}
 	t.sampleGuess(g, smp, sampleRounds)
 	t.mark(MarkP1Sample)
 	return g
@@ -1043,6 +1046,11 @@ type sample struct {
 	// target is the count Phase 2 aims for, by how far the sample can be
 	// trusted (topk.target).
 	target ptx.Reg // f32
+	// In a cluster, vals are first this CTA's share of the points alone,
+	// the points js, those below end loaded (sampleRow); gatherSample
+	// then brings every CTA's.
+	js  []ptx.Reg // u32
+	end ptx.Reg   // u32
 }
 
 // sampleRun is how many adjacent elements the sample takes at each of its
@@ -1051,6 +1059,11 @@ type sample struct {
 // sample's 2048 scattered loads were what Phase 1 waited on: perf notes
 // 49).
 const sampleRun = 2
+
+// samplePerThread is how many of the row sample's points each of threads
+// threads holds; samplePoints, how many points the sample has at most.
+func samplePerThread(threads int) int { return max(1, min(8, sampleSize/threads)) }
+func samplePoints(threads int) int    { return samplePerThread(threads) * threads }
 
 // sampleRow starts loading a strided sample of the row: thread tid takes
 // samples j = tid, tid+B, ..., s = min(n, samples) of them, d = n/s
@@ -1061,11 +1074,17 @@ const sampleRun = 2
 // 256K at K = 2048) the estimate misses more often than the sectors
 // saved are worth (perf notes 49). Either way the samples are distinct
 // elements spread over the row. The loads are independent of everything
-// else in Phase 1; call finish once the values are needed, so that their
-// latency overlaps other work.
+// else in Phase 1; call finish (one CTA) or gatherSample (a cluster) once
+// the values are needed, so that their latency overlaps other work.
+//
+// In a cluster, CTA r loads only the r-th of C equal shares of the
+// points (j = r*share + tid, r*share + tid + B, ...), and gatherSample
+// sends them to every CTA: the same points, but an SM's L1 works through
+// 1/C of the scattered loads (a wavefront each, perf notes 49; 50 did
+// the same for the predicted values).
 func (t *topk) sampleRow() *sample {
 	e := t.e
-	per := max(1, min(8, sampleSize/t.threads))
+	per := samplePerThread(t.threads)
 	s := t.u32()
 	e.Min(s, t.n, ptx.Imm(int64(per*t.threads)))
 	stride := t.u32()
@@ -1076,14 +1095,27 @@ func (t *topk) sampleRow() *sample {
 	back := t.u32()
 	e.Sub(back, stride, ptx.Imm(1))
 	e.Selp(back, back, ptx.Imm(0), dense)
-	smp := &sample{t: t, s: s, scale: t.f32(), target: t.f32()}
+	smp := &sample{t: t, s: s, scale: t.f32(), target: t.f32(), end: s}
 	e.Selp(smp.target, ptx.Float(float32(t.target(true))), ptx.Float(float32(t.target(false))), dense)
+	from := t.tid // thread tid's first point
+	if t.part != nil && t.part.size > 1 {
+		C := t.part.size
+		share := (per*t.threads + C - 1) / C
+		first := t.u32()
+		e.Mul(first, t.part.s.rank, ptx.Imm(int64(share)))
+		from = t.u32()
+		e.Add(from, first, t.tid)
+		smp.end = t.u32()
+		e.Add(smp.end, first, ptx.Imm(int64(share)))
+		e.Min(smp.end, smp.end, s)
+		per = (share + t.threads - 1) / t.threads
+	}
 	for i := range per {
 		v := t.f32()
 		e.Mov(v, ptx.FloatBits(0xFF800000))
 		j := t.u32()
-		e.Add(j, t.tid, ptx.Imm(int64(i*t.threads)))
-		e.If(t.setp(ptx.LT, j, s), func() {
+		e.Add(j, from, ptx.Imm(int64(i*t.threads)))
+		e.If(t.setp(ptx.LT, j, smp.end), func() {
 			idx, r := t.u32(), t.u32()
 			e.Mul(idx, j, stride)
 			e.And(r, j, ptx.Imm(sampleRun-1))
@@ -1092,25 +1124,83 @@ func (t *topk) sampleRow() *sample {
 			t.loadScore(v, t.row, idx)
 		})
 		smp.vals = append(smp.vals, v)
+		smp.js = append(smp.js, j)
 	}
 	return smp
 }
 
-// finish takes the sample's range, all its estimate needs of it (a sum or
-// a count would be a longer reduction: perf notes 51); the sampled values
-// must be there.
-func (smp *sample) finish() {
-	t, e := smp.t, smp.t.e
-	st := t.newStats()
+// stats accumulates this thread's sampled values.
+func (smp *sample) stats() *stats {
+	st := smp.t.newStats()
 	for _, v := range smp.vals {
 		st.add(v) // -Inf where there is no sample: not finite, not counted
 	}
+	return st
+}
+
+// setScale sets the factor from sample counts to row counts.
+func (smp *sample) setScale() {
+	t, e := smp.t, smp.t.e
 	fs, fn := t.f32(), t.f32()
 	e.Cvt(fs, smp.s)
 	e.Cvt(fn, t.n)
 	e.Div(smp.scale, fn, fs)
-	r := t.reduceIn(t.p1, []string{"min", "max"}, []ptx.Reg{st.kmin, st.kmax})
-	smp.rng = t.rangeOf(r[0], r[1])
+}
+
+// finish takes the sample's range, all its estimate needs of it (a sum or
+// a count would be a longer reduction: perf notes 51); the sampled values
+// must be there. One CTA per row.
+func (smp *sample) finish() {
+	st := smp.stats()
+	smp.setScale()
+	r := smp.t.reduceIn(smp.t.p1, []string{"min", "max"}, []ptx.Reg{st.kmin, st.kmax})
+	smp.rng = smp.t.rangeOf(r[0], r[1])
+}
+
+// gatherSample is finish for a cluster: each CTA's share of the sample
+// goes to every CTA's sample buffer in one exchange round, beside vals
+// (u32, reduced over the CTA by ops, then combined across the cluster by
+// the same ops) and the share's range; then every thread holds the
+// points it would hold in one CTA, so the estimate, the same in every
+// CTA, is one CTA's. It returns vals' totals.
+func (t *topk) gatherSample(smp *sample, vals []ptx.Reg, ops []string) []ptx.Reg {
+	e, p := t.e, t.part
+	st := smp.stats()
+	// The points go out first, so that they travel during the reduction
+	// (and, without mbarrier rounds, before send's arrival releases them).
+	t.syncCluster() // the others' mbarriers are initialised past it
+	buf := t.u32()
+	e.Add(buf, t.smem.base, ptx.Imm(int64(p.ctl.sample.off)))
+	for i, v := range smp.vals {
+		e.If(t.setp(ptx.LT, smp.js[i], smp.end), func() {
+			at := t.u32()
+			e.Mad(at, smp.js[i], ptx.Imm(4), buf)
+			p.store(t.cta, ptx.F32, at, v)
+		})
+	}
+	n := len(vals)
+	ops = append(append([]string{}, ops...), "min", "max")
+	r := t.reduceIn(t.p1, ops, append(append([]ptx.Reg{}, vals...), st.kmin, st.kmax))
+	p.send(t.cta, r)
+	tx := t.u32()
+	e.Shl(tx, smp.s, ptx.Imm(2)) // every CTA receives every point
+	tot, _ := p.receive(t.cta, len(ops), ops, tx)
+	smp.vals, smp.js = nil, nil
+	for i := range samplePerThread(t.threads) {
+		v := t.f32()
+		e.Mov(v, ptx.FloatBits(0xFF800000))
+		j := t.u32()
+		e.Add(j, t.tid, ptx.Imm(int64(i*t.threads)))
+		e.If(t.setp(ptx.LT, j, smp.s), func() {
+			at := t.u32()
+			e.Mad(at, j, ptx.Imm(4), buf)
+			e.Ld(ptx.SpaceShared, v, ptx.At(at, 0))
+		})
+		smp.vals = append(smp.vals, v)
+	}
+	smp.setScale()
+	smp.rng = t.rangeOf(tot[n], tot[n+1])
+	return tot[:n]
 }
 
 // evenPoints sets pts to four evenly spaced points strictly inside (lo, hi).

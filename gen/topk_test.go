@@ -1112,9 +1112,13 @@ func TestInstrumentMarks(t *testing.T) {
 					seq = append(seq, mark(gen.MarkSliceIssued), mark(gen.MarkSliceSynced))
 				}
 				seq = append(seq, mark(gen.MarkP1Start))
-				if name != "topk_fallback" && cs[row].pred != nil {
+				switch {
+				case name == "gvr_topk_cluster" && cs[row].pred != nil:
+					// The predicted values come with the gathered sample, before its estimate.
+					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Values), mark(gen.MarkP1Sample))
+				case name != "topk_fallback" && cs[row].pred != nil:
 					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Sample), mark(gen.MarkP1Values))
-				} else {
+				default:
 					seq = append(seq, mark(gen.MarkP1Sample))
 				}
 				seq = append(seq, mark(gen.MarkP1Done), u64(8))

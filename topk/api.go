@@ -293,9 +293,10 @@ var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 i
 // mbarrier initialisation and bulk copy issue, then the other mbarriers,
 // the CTA barrier and the cluster arrival); what is left before Phase 1
 // (the short-row test, a slice's end elements' loads issued); Phase 1's
-// predicted indices, their values (what is left of their wait after the
-// sample's estimate), the sample's estimate, a cluster kernel's wait for
-// its slice; Phase 4's key span, first radix pass, the rest of finding the
+// predicted indices, their values (one CTA: what is left of their wait
+// after the sample's estimate; a cluster, whose values come before the
+// estimate: their wait and the round that gathers them with the sample),
+// the sample's estimate, a cluster kernel's wait for its slice; Phase 4's key span, first radix pass, the rest of finding the
 // K-th candidate, writing the selection, and what follows (sorting,
 // page-table output, counts).
 func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
@@ -308,9 +309,14 @@ func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 	if start == 0 {
 		start = m[gen.MarkLength]
 	}
+	values := [2]uint64{m[gen.MarkP1Sample], m[gen.MarkP1Values]}
+	sample := [2]uint64{p1, m[gen.MarkP1Sample]}
+	if v := m[gen.MarkP1Values]; v != 0 && v < m[gen.MarkP1Sample] { // a cluster's order
+		values, sample = [2]uint64{p1, v}, [2]uint64{v, m[gen.MarkP1Sample]}
+	}
 	ends := [len(Steps)][2]uint64{
 		{s.Stamps[0], m[gen.MarkLength]}, {m[gen.MarkLength], m[gen.MarkSliceIssued]}, {m[gen.MarkSliceIssued], m[gen.MarkSliceSynced]},
-		{start, m[gen.MarkP1Start]}, {m[gen.MarkP1Start], m[gen.MarkP1Indices]}, {m[gen.MarkP1Sample], m[gen.MarkP1Values]}, {p1, m[gen.MarkP1Sample]},
+		{start, m[gen.MarkP1Start]}, {m[gen.MarkP1Start], m[gen.MarkP1Indices]}, values, sample,
 		{m[gen.MarkP1Done], s.Stamps[1]}, {s.Stamps[3], m[gen.MarkP4Span]}, {m[gen.MarkP4Span], m[gen.MarkP4Pass]},
 		{m[gen.MarkP4Pass], m[gen.MarkP4Kth]}, {m[gen.MarkP4Kth], m[gen.MarkP4Written]}, {m[gen.MarkP4Written], s.Stamps[4]},
 	}
