@@ -478,6 +478,7 @@ type clusterPart struct {
 	size   int // CTAs in the cluster
 	sh     clusterShared
 	s      slice    // this CTA's slice (startPart)
+	rank   ptx.Reg  // u32 %cluster_ctarank
 	leader ptx.Pred // this CTA is rank 0
 	// The exchange: each round, every CTA writes its values into row
 	// rank of every CTA's buffer; rounds alternate between the two
@@ -547,9 +548,9 @@ func (t *topk) newClusterPart(cfg Config) *clusterPart {
 		e.Add(p.bothBar, p.curBar, p.curBar)
 		e.Add(p.bothBar, p.bothBar, ptx.Imm(8))
 	}
-	rank := t.u32()
-	e.Mov(rank, ptx.ClusterCtaRank)
-	p.leader = t.setp(ptx.EQ, rank, ptx.Imm(0))
+	p.rank = t.u32()
+	e.Mov(p.rank, ptx.ClusterCtaRank)
+	p.leader = t.setp(ptx.EQ, p.rank, ptx.Imm(0))
 	return p
 }
 
@@ -740,8 +741,8 @@ func (p *clusterPart) receive(c *cta, n int, ops []string, extraTx ptx.Operand) 
 // cluster of cfg.Cluster CTAs.
 func genGVRCluster(cfg Config) (*Kernel, error) {
 	name := "gvr_topk_cluster"
-	t, m, pp := newTopK(name, cfg, true, true, true)
-	t.body(func() guess { return t.phase1PreIndexStats(pp) })
+	t, m := newTopK(name, cfg, true, true, true)
+	t.body(t.phase1PreIndexStats)
 	return finish(name, cfg, m, t.cta)
 }
 
@@ -749,7 +750,7 @@ func genGVRCluster(cfg Config) (*Kernel, error) {
 // one row per cluster of cfg.Cluster CTAs.
 func genFallbackCluster(cfg Config) (*Kernel, error) {
 	name := "topk_fallback_cluster"
-	t, m, _ := newTopK(name, cfg, false, true, true)
+	t, m := newTopK(name, cfg, false, true, true)
 	t.body(t.phase1SampleStats)
 	return finish(name, cfg, m, t.cta)
 }

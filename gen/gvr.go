@@ -99,6 +99,9 @@ type topk struct {
 	// part is a cluster kernel's share of the row (nil: one CTA per row,
 	// which walks the whole row in global memory).
 	part *clusterPart
+	// pred is a GVR kernel's prediction, its first indices loading from
+	// the kernel's start (nil: no prediction).
+	prediction *predFetch
 
 	count   ptx.Reg           // u64 address of this row's out_count slot, 0 if none
 	stats   ptx.Reg           // u64 address of this row's stats record (Instrument)
@@ -168,7 +171,7 @@ const firstPoints = 2
 // newTopK declares the parameters of a Top-K kernel and sets up its row.
 // withPred adds the prediction parameters of gvr_topk; cluster makes it a
 // cluster kernel, one row per cluster of cfg.Cluster CTAs.
-func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, *ptx.Module, predParams) {
+func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, *ptx.Module) {
 	m, e, sv := kernelModule(name, cfg)
 	pScores := pointerParam(e, "scores", cfg.Scores.Size())
 	pStride := e.Param("row_stride", ptx.U64)
@@ -217,6 +220,9 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	}
 
 	r := t.rowID()
+	if withPred {
+		t.prediction = t.fetchPrediction(pp, r)
+	}
 	scores := t.global(pScores)
 	stride := e.LdParam(pStride)
 	t.row = t.rowAddrOf(scores, stride, r, t.size())
@@ -302,7 +308,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		t.out.stage = t.stage
 		t.clearStaging(t.stage)
 	}
-	return t, m, pp
+	return t, m
 }
 
 // pageOutput sets up row r's fused page-table output: where out_pages is
@@ -536,8 +542,8 @@ func (t *topk) copyShortRow() {
 // pred_stride, pred_count, out_idx, out_vals, out_count, page_table,
 // page_table_stride, page_size, out_pages[, stats]).
 func genGVR(cfg Config) (*Kernel, error) {
-	t, m, pp := newTopK("gvr_topk", cfg, true, true, false)
-	t.body(func() guess { return t.phase1PreIndexStats(pp) })
+	t, m := newTopK("gvr_topk", cfg, true, true, false)
+	t.body(t.phase1PreIndexStats)
 	return finish("gvr_topk", cfg, m, t.cta)
 }
 
@@ -545,7 +551,7 @@ func genGVR(cfg Config) (*Kernel, error) {
 // out_idx, out_vals, out_count, page_table, page_table_stride, page_size,
 // out_pages[, stats]).
 func genFallback(cfg Config) (*Kernel, error) {
-	t, m, _ := newTopK("topk_fallback", cfg, false, true, false)
+	t, m := newTopK("topk_fallback", cfg, false, true, false)
 	t.body(t.phase1SampleStats)
 	return finish("topk_fallback", cfg, m, t.cta)
 }
@@ -554,7 +560,7 @@ func genFallback(cfg Config) (*Kernel, error) {
 // out_vals, out_count, page_table, page_table_stride, page_size,
 // out_pages[, stats]).
 func genRadix(cfg Config) (*Kernel, error) {
-	t, m, _ := newTopK("topk_radix", cfg, false, false, false)
+	t, m := newTopK("topk_radix", cfg, false, false, false)
 	t.smallRow = true
 	e := t.e
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
@@ -825,67 +831,20 @@ func (t *topk) exactPath() {
 // whatever the prediction; without a usable prediction (pred_count 0, or
 // no valid index with a finite score) the sample's two points, as in the
 // fallback.
-func (t *topk) phase1PreIndexStats(pp predParams) guess {
-	e := t.e
+func (t *topk) phase1PreIndexStats() guess {
+	e, pf := t.e, t.prediction
 	e.Comment("Phase 1: pre-indexed statistics")
-	pred := t.global(pp.pred)
-	pstride := e.LdParam(pp.stride)
-	prow := t.rowAddr(pred, pstride, t.rowID())
-	m := t.u32()
-	e.Cvt(m, e.LdParam(pp.count))
-
-	// My share of the predicted indices, [first, end): all of them, or in
-	// a cluster the rank's 1/C (its 2048 scattered loads were a queue
-	// through the SM's L1 that the sample's loads waited behind: perf
-	// notes 49), the statistics then combined across the cluster.
-	first, end := t.constU32(0), m
 	cluster := t.part != nil && t.part.size > 1
-	if cluster {
-		C := int64(t.part.size)
-		share := t.u32()
-		e.Add(share, m, ptx.Imm(C-1))
-		e.Div(share, share, ptx.Imm(C))
-		e.Mul(first, t.part.s.rank, share)
-		e.Min(first, first, m)
-		end = t.u32()
-		e.Add(end, first, share)
-		e.Min(end, end, m)
-	}
-
-	// Four predicted indices per thread per step, loaded before any is
-	// used: two memory latencies a step instead of eight.
-	const unroll = 4
 	st := t.newStats()
 	B := int64(t.threads)
-	gather := func(j ptx.Reg) [unroll]ptx.Reg {
-		var ps [unroll]ptx.Reg
-		for u := range unroll {
-			ju := t.u32()
-			e.Add(ju, j, ptx.Imm(int64(u)*B))
-			ps[u] = t.constU32(-1)
-			e.Guarded(t.setp(ptx.LT, ju, end), func() {
-				e.LdNC(ps[u], t.elemAddr(prow, ju, 4))
-				e.Sub(ps[u], ps[u], t.out.offset) // the previous output's space to the window's
-			})
-		}
-		var xs [unroll]ptx.Reg
-		for u := range unroll {
-			// As unsigned, a negative index is out of range too.
-			xs[u] = t.f32()
-			e.Mov(xs[u], ptx.FloatBits(0xFF800000)) // not finite: not counted
-			t.loadScoreIf(t.setp(ptx.LT, ps[u], t.n), xs[u], t.row, ps[u])
-		}
-		return xs
-	}
+	gather := func(j ptx.Reg) [predUnroll]ptx.Reg { return t.predValues(pf.indices(t, j)) }
 	// In one CTA, the first step's values load while the sample's
 	// estimate is worked out (its block reductions need no prediction):
 	// the estimate costs no time of its own where it fits in that memory
 	// latency. (K = 2048 over 512 threads is that one step.) A cluster's
 	// estimate needs the others' sample shares, which come in the round
 	// that combines the values.
-	j0 := t.u32()
-	e.Add(j0, first, t.tid)
-	xs := gather(j0)
+	xs := t.predValues(pf.ps)
 	// mine takes in the first step's values and gathers the rest of my
 	// share: their minimum key and count, not yet reduced.
 	mine := func() *stats {
@@ -893,9 +852,9 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 			st.add(x)
 		}
 		j := t.u32()
-		e.Add(j, first, t.tid)
-		e.Add(j, j, ptx.Imm(unroll*B))
-		e.For(j, j, end, ptx.Imm(unroll*B), func() {
+		e.Add(j, pf.first, t.tid)
+		e.Add(j, j, ptx.Imm(predUnroll*B))
+		e.For(j, j, pf.end, ptx.Imm(predUnroll*B), func() {
 			for _, x := range gather(j) {
 				st.add(x)
 			}
@@ -940,6 +899,86 @@ func (t *topk) phase1PreIndexStats(pp predParams) guess {
 	e.Mov(t.valid, cnt)
 	e.If(t.setp(ptx.GT, cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], t.keyToFloat(kmin)) })
 	return g
+}
+
+// predUnroll is how many predicted indices a thread loads a step, all
+// before any is used: two memory latencies a step instead of eight.
+const predUnroll = 4
+
+// predFetch is a row's prediction: its indices' row, this CTA's share of
+// them, [first, end), and the first step's indices (-1 where none),
+// loading since the kernel's start.
+type predFetch struct {
+	prow       ptx.Reg // u64
+	first, end ptx.Reg // u32
+	ps         [predUnroll]ptx.Reg
+}
+
+// fetchPrediction sets up row r's prediction and starts loading its first
+// step of indices. They need nothing of the row, so they go out before
+// the row's length, and their latency passes while the length, then the
+// slice's copy, are worked on (the values they index need the length:
+// predValues, in Phase 1).
+func (t *topk) fetchPrediction(pp predParams, r ptx.Reg) *predFetch {
+	e := t.e
+	pf := &predFetch{}
+	pred := t.global(pp.pred)
+	pf.prow = t.rowAddr(pred, e.LdParam(pp.stride), r)
+	m := t.u32()
+	e.Cvt(m, e.LdParam(pp.count))
+
+	// My share of the predicted indices: all of them, or in a cluster the
+	// rank's 1/C (its 2048 scattered loads were a queue through the SM's
+	// L1 that the sample's loads waited behind: perf notes 49), the
+	// statistics then combined across the cluster.
+	pf.first, pf.end = t.constU32(0), m
+	if t.part != nil && t.part.size > 1 {
+		C := int64(t.part.size)
+		share := t.u32()
+		e.Add(share, m, ptx.Imm(C-1))
+		e.Div(share, share, ptx.Imm(C))
+		e.Mul(pf.first, t.part.rank, share)
+		e.Min(pf.first, pf.first, m)
+		pf.end = t.u32()
+		e.Add(pf.end, pf.first, share)
+		e.Min(pf.end, pf.end, m)
+	}
+	j := t.u32()
+	e.Add(j, pf.first, t.tid)
+	pf.ps = pf.indices(t, j)
+	return pf
+}
+
+// indices loads the predicted indices j, j+B, ..., j+3B of my share
+// (-1 past its end).
+func (pf *predFetch) indices(t *topk, j ptx.Reg) [predUnroll]ptx.Reg {
+	e := t.e
+	var ps [predUnroll]ptx.Reg
+	for u := range predUnroll {
+		ju := t.u32()
+		e.Add(ju, j, ptx.Imm(int64(u*t.threads)))
+		ps[u] = t.constU32(-1)
+		e.Guarded(t.setp(ptx.LT, ju, pf.end), func() { e.LdNC(ps[u], t.elemAddr(pf.prow, ju, 4)) })
+	}
+	return ps
+}
+
+// predValues loads the values at predicted indices ps: -Inf (not counted)
+// where an index is outside the row.
+func (t *topk) predValues(ps [predUnroll]ptx.Reg) [predUnroll]ptx.Reg {
+	e := t.e
+	var xs [predUnroll]ptx.Reg
+	for u, p := range ps {
+		// The previous output's space to the window's. As unsigned, a
+		// negative index is out of range too, and so is -1 (no index)
+		// less any window start (a row is shorter than 2^31).
+		i := t.u32()
+		e.Sub(i, p, t.out.offset)
+		xs[u] = t.f32()
+		e.Mov(xs[u], ptx.FloatBits(0xFF800000))
+		t.loadScoreIf(t.setp(ptx.LT, i, t.n), xs[u], t.row, i)
+	}
+	return xs
 }
 
 // phase1SampleStats guesses without a prediction, from a sample of the row.
