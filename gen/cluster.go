@@ -131,7 +131,7 @@ type endCopy struct {
 // kernel puts its own shared setup there, such as clearing what other
 // CTAs will add into).
 func (c *cta) loadSlice(sh clusterShared, row, rowLen ptx.Reg, before func(s slice)) slice {
-	s := c.startSlice(sh, row, rowLen, nil, before)
+	s := c.startSlice(sh, row, rowLen, nil, before, true)
 	c.awaitSlice(sh, s)
 	return s
 }
@@ -139,8 +139,12 @@ func (c *cta) loadSlice(sh clusterShared, row, rowLen ptx.Reg, before func(s sli
 // startSlice is loadSlice up to the wait for the bulk copy: work that
 // needs no slice (reads of global memory, say) can go between it and
 // awaitSlice, while the copy is in flight. inits, if not nil, initialises
-// the kernel's other mbarriers (thread 0, beside the slice's).
-func (c *cta) startSlice(sh clusterShared, row, rowLen ptx.Reg, inits func(), before func(s slice)) slice {
+// the kernel's other mbarriers (thread 0, beside the slice's). Without
+// barrier, the CTA barrier before the cluster arrival is left out: the
+// other threads go on at once rather than wait for thread 0's fence and
+// issue, and the caller must pass a CTA barrier before awaitSlice (which
+// waits on the mbarrier thread 0 initialises); before must be nil then.
+func (c *cta) startSlice(sh clusterShared, row, rowLen ptx.Reg, inits func(), before func(s slice), barrier bool) slice {
 	e := c.e
 	s := slice{rank: c.u32(), row: c.u32()}
 	e.Mov(s.rank, ptx.ClusterCtaRank)
@@ -219,7 +223,11 @@ func (c *cta) startSlice(sh clusterShared, row, rowLen ptx.Reg, inits func(), be
 	// barrier. The cluster's CTAs arrive now and wait in awaitSlice, long
 	// after: the other CTAs' shared memory (and what before set up there)
 	// is touched only past that wait. A cluster of one has no other CTA.
-	c.sync()
+	if barrier {
+		c.sync()
+	} else if before != nil {
+		panic("gen: startSlice without its barrier publishes nothing of before's")
+	}
 	if c.cluster > 1 {
 		// A release arrival is a MEMBAR.ALL.GPU first (scripts/sass-steps.sh).
 		// The mbarriers' inits are published by their fence.mbarrier_init,
@@ -475,11 +483,13 @@ func checkCluster(name string, cfg Config) error {
 // clusterPart is a cluster Top-K kernel's share of the row and how its
 // CTAs combine counts.
 type clusterPart struct {
-	size   int // CTAs in the cluster
-	sh     clusterShared
-	s      slice    // this CTA's slice (startPart)
-	rank   ptx.Reg  // u32 %cluster_ctarank
-	leader ptx.Pred // this CTA is rank 0
+	size int // CTAs in the cluster
+	sh   clusterShared
+	s    slice   // this CTA's slice (startPart)
+	rank ptx.Reg // u32 %cluster_ctarank
+	// started: Phase 1 has called startPart.
+	started bool
+	leader  ptx.Pred // this CTA is rank 0
 	// The exchange: each round, every CTA writes its values into row
 	// rank of every CTA's buffer; rounds alternate between the two
 	// buffers (cur, the other being both - cur), so a round's writes never
@@ -558,12 +568,20 @@ func (t *topk) newClusterPart(cfg Config) *clusterPart {
 // shared memory (nothing for one CTA per row). With MbarrierRounds, thread
 // 0 initialises the rounds' mbarriers with the slice's, under its one
 // fence: the cluster barrier of the slice makes them the other CTAs' to
-// arrive on.
+// arrive on. Phase 1 calls it once its own loads are out: the fence and
+// the copy's issue hold up thread 0's warp alone (0.4-0.5 us of "slice
+// issue" on an H100; perf notes 65), and the slice is needed only in
+// Phase 2. Phase 1's block reductions are the CTA barrier awaitSlice
+// needs after it.
 func (t *topk) startPart() {
 	p := t.part
 	if p == nil {
 		return
 	}
+	if p.started {
+		panic("gen: startPart twice")
+	}
+	p.started = true
 	var inits func()
 	if p.mbar() {
 		inits = func() {
@@ -575,7 +593,9 @@ func (t *topk) startPart() {
 			}
 		}
 	}
-	p.s = t.startSlice(p.sh, t.row, t.n, inits, nil)
+	t.onMark = t.mark // startSlice's own points
+	p.s = t.startSlice(p.sh, t.row, t.n, inits, nil, false)
+	t.onMark = nil
 }
 
 // mbar reports whether the rounds signal with mbarriers (MbarrierRounds).
@@ -592,6 +612,9 @@ func (p *clusterPart) handOver(c *cta) ptx.Reg {
 // awaitPart waits for the slice startPart began.
 func (t *topk) awaitPart() {
 	if t.part != nil {
+		if !t.part.started {
+			panic("gen: awaitPart before startPart")
+		}
 		t.awaitSlice(t.part.sh, t.part.s)
 	}
 }

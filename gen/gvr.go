@@ -72,7 +72,7 @@ const (
 	MarkP4Kth              // Phase 4: the K-th candidate found (ties resolved)
 	MarkP4Written          // Phase 4: the selection written
 	MarkLength             // the row's length arrived (before Phase 1: the kernel's first load)
-	MarkP1Start            // Phase 1 starts: a cluster kernel's slice copy issued and its cluster barrier passed
+	MarkP1Start            // Phase 1 starts (a cluster kernel's slice copy then starts once Phase 1's loads are out)
 	MarkSliceIssued        // a cluster kernel's slice: thread 0 has initialised its mbarrier and issued the bulk copy
 	MarkSliceSynced        // a cluster kernel's slice: its set-up done, past the CTA barrier and the cluster arrival
 	NumMarks
@@ -585,16 +585,12 @@ func (t *topk) body(phase1 func() guess) {
 		t.leaderOnly()
 		t.copyShortRow()
 	}, func() {
-		t.onMark = t.mark // startSlice's own points
-		t.startPart()
-		t.onMark = nil
 		// Phase 4's first histogram and small-bin counter are cleared
-		// now (clearSelect), once a cluster's slice copy is out and
-		// before Phase 1's loads go out, rather than on Phase 4's path
-		// behind barriers of their own; Phases 1-3 pass many barriers
-		// before Phase 4 reads them. (Cleared in Phase 1, the stores
-		// queued behind the sample's loads; before the slice, they held
-		// up its copy: perf notes 53, 54.)
+		// now (clearSelect), before Phase 1's loads go out, rather than
+		// on Phase 4's path behind barriers of their own; Phases 1-3 pass
+		// many barriers before Phase 4 reads them. (Cleared in Phase 1,
+		// the stores queued behind the sample's loads: perf notes 53,
+		// 54.) A cluster's slice copy starts in Phase 1 (startPart).
 		t.clearSelect(t.sel)
 		gvr := func() {
 			t.mark(MarkP1Start)
@@ -868,6 +864,7 @@ func (t *topk) phase1PreIndexStats() guess {
 	// the JIT put them between the index loads: perf notes 49).
 	smp := t.sampleRow()
 	t.mark(MarkP1Indices)
+	t.startPart()
 
 	var kmin, cnt ptx.Reg
 	if cluster {
@@ -986,6 +983,7 @@ func (t *topk) phase1SampleStats() guess {
 	t.e.Comment("Phase 1 (no prediction): sample statistics")
 	g := t.newGuess()
 	smp := t.sampleRow()
+	t.startPart()
 	if t.part != nil && t.part.size > 1 {
 		t.gatherSample(smp, nil, nil)
 	} else {
@@ -1141,7 +1139,7 @@ func (t *topk) sampleRow() *sample {
 		C := t.part.size
 		share := (per*t.threads + C - 1) / C
 		first := t.u32()
-		e.Mul(first, t.part.s.rank, ptx.Imm(int64(share)))
+		e.Mul(first, t.part.rank, ptx.Imm(int64(share)))
 		from = t.u32()
 		e.Add(from, first, t.tid)
 		smp.end = t.u32()

@@ -1108,14 +1108,13 @@ func TestInstrumentMarks(t *testing.T) {
 			path := binary.LittleEndian.Uint32(s[gen.StatsPath:])
 			seq := []uint64{u64(0), mark(gen.MarkLength)}
 			if path != gen.PathCopy {
-				if name == "gvr_topk_cluster" {
-					seq = append(seq, mark(gen.MarkSliceIssued), mark(gen.MarkSliceSynced))
-				}
 				seq = append(seq, mark(gen.MarkP1Start))
 				switch {
 				case name == "gvr_topk_cluster" && cs[row].pred != nil:
-					// The predicted values come with the gathered sample, before its estimate.
-					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Values), mark(gen.MarkP1Sample))
+					// The slice starts once the predicted indices are in; the
+					// predicted values come with the gathered sample, before
+					// its estimate.
+					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkSliceIssued), mark(gen.MarkSliceSynced), mark(gen.MarkP1Values), mark(gen.MarkP1Sample))
 				case name != "topk_fallback" && cs[row].pred != nil:
 					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Sample), mark(gen.MarkP1Values))
 				default:

@@ -291,7 +291,9 @@ var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 i
 // through it (both its ends marked): the row's length arriving (the
 // kernel's first load); a cluster kernel's slice set-up (thread 0's
 // mbarrier initialisation and bulk copy issue, then the other mbarriers,
-// the CTA barrier and the cluster arrival); what is left before Phase 1
+// the CTA barrier and the cluster arrival; in kernels that set it up in
+// Phase 1, once the predicted indices are in, the steps between those
+// and the sample's step); what is left before Phase 1
 // (the short-row test, a slice's end elements' loads issued); Phase 1's
 // predicted indices, their values (one CTA: what is left of their wait
 // after the sample's estimate; a cluster, whose values come before the
@@ -309,13 +311,19 @@ func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 	if start == 0 {
 		start = m[gen.MarkLength]
 	}
+	issue := m[gen.MarkLength] // where the slice's set-up starts
+	if i := m[gen.MarkP1Indices]; i != 0 && m[gen.MarkSliceIssued] > i {
+		// The slice set up in Phase 1, once its loads were out (perf notes
+		// 65): between the indices and the sample's step.
+		start, issue, p1 = m[gen.MarkLength], i, m[gen.MarkSliceSynced]
+	}
 	values := [2]uint64{m[gen.MarkP1Sample], m[gen.MarkP1Values]}
 	sample := [2]uint64{p1, m[gen.MarkP1Sample]}
 	if v := m[gen.MarkP1Values]; v != 0 && v < m[gen.MarkP1Sample] { // a cluster's order
 		values, sample = [2]uint64{p1, v}, [2]uint64{v, m[gen.MarkP1Sample]}
 	}
 	ends := [len(Steps)][2]uint64{
-		{s.Stamps[0], m[gen.MarkLength]}, {m[gen.MarkLength], m[gen.MarkSliceIssued]}, {m[gen.MarkSliceIssued], m[gen.MarkSliceSynced]},
+		{s.Stamps[0], m[gen.MarkLength]}, {issue, m[gen.MarkSliceIssued]}, {m[gen.MarkSliceIssued], m[gen.MarkSliceSynced]},
 		{start, m[gen.MarkP1Start]}, {m[gen.MarkP1Start], m[gen.MarkP1Indices]}, values, sample,
 		{m[gen.MarkP1Done], s.Stamps[1]}, {s.Stamps[3], m[gen.MarkP4Span]}, {m[gen.MarkP4Span], m[gen.MarkP4Pass]},
 		{m[gen.MarkP4Pass], m[gen.MarkP4Kth]}, {m[gen.MarkP4Kth], m[gen.MarkP4Written]}, {m[gen.MarkP4Written], s.Stamps[4]},

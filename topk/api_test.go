@@ -78,6 +78,19 @@ func TestParseStats(t *testing.T) {
 	if c != wantC || ok != wantOK {
 		t.Errorf("StepCycles = %v %v, want %v %v", c, ok, wantC, wantOK)
 	}
+	// A cluster kernel's: the slice set up once the predicted indices are
+	// in, the values gathered with the sample before its estimate.
+	marks = []uint64{150, 250, 330, 350, 1700, 0, 2000, 2300, 110, 120, 180, 190}
+	for j, v := range marks {
+		le.PutUint64(raw[StatsBytes+gen.StatsMarks+8*j:], v)
+	}
+	st, _ = ParseStats(raw)
+	c, ok = st[1].StepCycles()
+	wantC = [len(Steps)]uint64{10, 30, 10, 10, 30, 60, 80, 50, 100, 0, 0, 300, 200}
+	wantOK = [len(Steps)]bool{true, true, true, true, true, true, true, true, true, false, false, true, true}
+	if c != wantC || ok != wantOK {
+		t.Errorf("StepCycles (cluster, slice in Phase 1) = %v %v, want %v %v", c, ok, wantC, wantOK)
+	}
 	if _, err := ParseStats(raw[:70]); err == nil {
 		t.Error("ParseStats of 70 bytes: no error")
 	}
