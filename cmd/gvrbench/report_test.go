@@ -99,8 +99,8 @@ func TestWriteReplays(t *testing.T) {
 	}
 }
 
-// TestTuning: a -tune run's choice is, per batch and N, the fastest
-// cluster column by cold median, or 0 where gvr_topk was fastest; the file
+// TestTuning: a -tune run's choice is, per batch and N, the fewest SMs
+// within tuneMargin of the fastest by cold median (0: gvr_topk); the file
 // it writes reads back as the same table, one line per batch.
 func TestTuning(t *testing.T) {
 	r := &Report{Command: "gvrbench -tune x", Start: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC),
@@ -114,19 +114,25 @@ func TestTuning(t *testing.T) {
 	add(1, 8192, "cgvr16", 15)
 	add(1, 65536, "gvr", 19)
 	add(1, 65536, "cgvr8", 17.4)
-	add(1, 65536, "cgvr16", 17.6)
+	add(1, 65536, "cgvr16", 17.2) // faster, by less than the margin
+	add(1, 262144, "gvr", 36)
+	add(1, 262144, "cgvr8", 14.2)
+	add(1, 262144, "cgvr16", 13.1) // faster, by more
 	add(64, 8192, "gvr", 13)
 	add(64, 8192, "cgvr8", 48)
 	add(64, 8192, "cgvr16", 100)
 	add(64, 65536, "gvr", 25)
-	add(64, 65536, "cgvr8", 24.96)
-	add(64, 65536, "cgvr16", 0) // not measured
+	add(64, 65536, "cgvr8", 24.96) // faster, by less than the margin
+	add(64, 65536, "cgvr16", 0)    // not measured
+	add(64, 262144, "gvr", 70)
+	add(64, 262144, "cgvr8", 60.4)
+	add(64, 262144, "cgvr16", 95)
 	tu, err := tuning(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]int{{0, 8}, {0, 8}}
-	if fmt.Sprint(tu.Cluster) != fmt.Sprint(want) || fmt.Sprint(tu.MedianUS) != "[[12 17.4] [13 25]]" {
+	want := [][]int{{0, 8, 16}, {0, 0, 8}}
+	if fmt.Sprint(tu.Cluster) != fmt.Sprint(want) || fmt.Sprint(tu.MedianUS) != "[[12 17.4 13.1] [13 25 60.4]]" {
 		t.Errorf("tuning: cluster %v (want %v), medians %v", tu.Cluster, want, tu.MedianUS)
 	}
 	path := filepath.Join(t.TempDir(), "t.json")
@@ -144,7 +150,7 @@ func TestTuning(t *testing.T) {
 	if fmt.Sprint(back) != fmt.Sprint(*tu) {
 		t.Errorf("read back %+v, wrote %+v", back, *tu)
 	}
-	if !strings.Contains(string(raw), "\n    [0,8],\n") {
+	if !strings.Contains(string(raw), "\n    [0,8,16],\n") {
 		t.Errorf("want one line per batch:\n%s", raw)
 	}
 	// Measured with mbarrier rounds (-tune -mbarrier-rounds): the same
