@@ -483,13 +483,11 @@ func checkCluster(name string, cfg Config) error {
 // clusterPart is a cluster Top-K kernel's share of the row and how its
 // CTAs combine counts.
 type clusterPart struct {
-	size int // CTAs in the cluster
-	sh   clusterShared
-	s    slice   // this CTA's slice (startPart)
-	rank ptx.Reg // u32 %cluster_ctarank
-	// started: Phase 1 has called startPart.
-	started bool
-	leader  ptx.Pred // this CTA is rank 0
+	size   int // CTAs in the cluster
+	sh     clusterShared
+	s      slice    // this CTA's slice (startPart; its registers unset before)
+	rank   ptx.Reg  // u32 %cluster_ctarank
+	leader ptx.Pred // this CTA is rank 0
 	// The exchange: each round, every CTA writes its values into row
 	// rank of every CTA's buffer; rounds alternate between the two
 	// buffers (cur, the other being both - cur), so a round's writes never
@@ -578,10 +576,9 @@ func (t *topk) startPart() {
 	if p == nil {
 		return
 	}
-	if p.started {
+	if p.started() {
 		panic("gen: startPart twice")
 	}
-	p.started = true
 	var inits func()
 	if p.mbar() {
 		inits = func() {
@@ -598,6 +595,9 @@ func (t *topk) startPart() {
 	t.onMark = nil
 }
 
+// started reports whether startPart has set up the slice.
+func (p *clusterPart) started() bool { return p.s.rank.T != ptx.TypeInvalid }
+
 // mbar reports whether the rounds signal with mbarriers (MbarrierRounds).
 func (p *clusterPart) mbar() bool { return p.ctl.bars.bytes > 0 }
 
@@ -612,7 +612,7 @@ func (p *clusterPart) handOver(c *cta) ptx.Reg {
 // awaitPart waits for the slice startPart began.
 func (t *topk) awaitPart() {
 	if t.part != nil {
-		if !t.part.started {
+		if !t.part.started() {
 			panic("gen: awaitPart before startPart")
 		}
 		t.awaitSlice(t.part.sh, t.part.s)
