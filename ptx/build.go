@@ -741,6 +741,18 @@ func (e *Entry) StAsync(t Type, addr Addr, v Operand, bar Addr) {
 	e.Emit("st", mods, addr, v, bar)
 }
 
+// RedAsync emits
+// red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.op.t
+// (PTX 8.1, sm_90): the reduction op of v into the t at addr, in the
+// shared memory of a CTA of the cluster (an address from Mapa), as st.async
+// stores: it lands later, and completes its bytes (t's size) on the
+// mbarrier at bar, in that same CTA. Reductions from several CTAs into one
+// word need no ordering among themselves; the receiver waits on the
+// mbarrier, which expects their bytes, before it reads the word.
+func (e *Entry) RedAsync(op string, t Type, addr Addr, v Operand, bar Addr) {
+	e.Emit("red", []string{"async", "relaxed", "cluster", "shared::cluster", "mbarrier::complete_tx::bytes", op, t.Name()}, addr, v, bar)
+}
+
 // ElectSync emits elect.sync lane|p, mask (PTX 8.0, sm_90): p holds in one
 // lane of mask, the same lane for the same mask, and lane (a 32-bit
 // register, or Sink{} to drop it) gets that lane's id in every lane.

@@ -115,6 +115,10 @@ func TestClusterHelpers(t *testing.T) {
 	add("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 \t[%r1+8], %r0, [%r1];")
 	e.StAsync(ptx.U32, ptx.At(rb, 16), ptx.Vec{r, r, r, r}, ptx.At(rb, 0))
 	add("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.u32 \t[%r1+16], {%r0, %r0, %r0, %r0}, [%r1];")
+	e.RedAsync("add", ptx.U32, ptx.At(rb, 8), r, ptx.At(rb, 0))
+	add("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 \t[%r1+8], %r0, [%r1];")
+	e.RedAsync("max", ptx.S32, ptx.At(rb, 12), ptx.Imm(-1), ptx.At(rb, 0))
+	add("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.max.s32 \t[%r1+12], -1, [%r1];")
 	e.MbarrierTryWaitParity(ptx.SpaceShared, ptx.ScopeDefault, p, ptx.At(bar, 0), ptx.Imm(0))
 	add("mbarrier.try_wait.parity.shared.b64 \t%p0, [bar], 0;")
 	e.MbarrierTryWaitParity(ptx.SpaceSharedCTA, ptx.ScopeCluster, p, ptx.At(bar, 0), r)
@@ -251,6 +255,9 @@ func TestClusterVersions(t *testing.T) {
 		{"st.async raises to 8.1", ptx.SM90, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.StAsync(ptx.B32, ptx.At(r, 0), r, ptx.At(r, 8))
 		}, "8.1"},
+		{"red.async raises to 8.1", ptx.SM90, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.RedAsync("add", ptx.U32, ptx.At(r, 0), r, ptx.At(r, 8))
+		}, "8.1"},
 		{"elect.sync raises to 8.0", ptx.SM90, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.ElectSync(ptx.Sink{}, e.Pred(), ptx.Imm(-1))
 		}, "8.0"},
@@ -349,6 +356,9 @@ func TestClusterVerifyRejects(t *testing.T) {
 		{"st.async on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.StAsync(ptx.B32, ptx.At(r, 0), r, ptx.At(r, 8))
 		}, "`st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%r0], %r0, [%r0+8];`: needs .shared::cluster (sm_90+); target sm_80 lacks it", false},
+		{"red.async on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.RedAsync("add", ptx.U32, ptx.At(r, 0), r, ptx.At(r, 8))
+		}, "`red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%r0], %r0, [%r0+8];`: needs .shared::cluster (sm_90+); target sm_80 lacks it", false},
 		{"cp.async.bulk on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(g, 0), ptx.Imm(16), ptx.At(bar, 0))
 		}, "`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd0], 16, [bar];`: needs cp.async.bulk (sm_90+); target sm_80 lacks it", false},
@@ -525,6 +535,10 @@ func TestClusterParseErrors(t *testing.T) {
 		{"elect.sync \t%r0|%p0, -1;", "st.async.shared::cluster.mbarrier::complete_tx::bytes.u16 \t[%r0], %r0, [%r0];", "st.async stores 32- or 64-bit values"},
 		{"elect.sync \t%r0|%p0, -1;", "st.async.shared::cta.mbarrier::complete_tx::bytes.b32 \t[%r0], %r0, [%r0];", "st.async needs the .shared::cluster space"},
 		{"elect.sync \t%r0|%p0, -1;", "ld.async.shared::cluster.b32 \t%r0, [%r0];", "ld has no .async form"},
+		{"elect.sync \t%r0|%p0, -1;", "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.f32 \t[%r0], %r0, [%r0];", "red.async.add takes .u32 or .s32 or .u64, not .f32"},
+		{"elect.sync \t%r0|%p0, -1;", "red.async.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 \t[%r0], %r0, [%r0];", "red.async needs .relaxed"},
+		{"elect.sync \t%r0|%p0, -1;", "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.exch.b32 \t[%r0], %r0, [%r0];", "red.async needs an operation"},
+		{"elect.sync \t%r0|%p0, -1;", "atom.async.shared::cluster.add.u32 \t%r0, [%r0], 1;", "atom has no .async form"},
 	} {
 		text := strings.Replace(good, tc.from, tc.to, 1)
 		if text == good {

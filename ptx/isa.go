@@ -610,6 +610,44 @@ func stAsyncSig(m *mods) (Sig, error) {
 	return s, nil
 }
 
+// redAsyncSig reads red.async, a reduction into another CTA's shared
+// memory that completes its bytes on an mbarrier of that CTA:
+//
+//	red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.op.T [a], b, [bar]
+//
+// (PTX 8.1, sm_90): .inc, .dec .u32; .min, .max .u32, .s32; .and, .or,
+// .xor .b32; .add .u32, .s32, .u64.
+func redAsyncSig(m *mods) (Sig, error) {
+	var s Sig
+	for _, q := range []string{"relaxed", "cluster", "shared::cluster", "mbarrier::complete_tx::bytes"} {
+		if _, ok := m.take(q); !ok {
+			return s, fmt.Errorf("red.async needs .%s", q)
+		}
+	}
+	op, ok := m.take("add", "min", "max", "inc", "dec", "and", "or", "xor")
+	if !ok {
+		return s, fmt.Errorf("red.async needs an operation (add, min, max, inc, dec, and, or, xor)")
+	}
+	var err error
+	if s.Type, err = m.typ(); err != nil {
+		return s, err
+	}
+	types := map[string][]Type{
+		"inc": {U32}, "dec": {U32}, "min": {U32, S32}, "max": {U32, S32},
+		"and": {B32}, "or": {B32}, "xor": {B32}, "add": {U32, S32, U64},
+	}[op]
+	if !slices.Contains(types, s.Type) {
+		names := make([]string, len(types))
+		for i, t := range types {
+			names[i] = "." + t.Name()
+		}
+		return s, fmt.Errorf("red.async.%s takes %s, not .%s", op, strings.Join(names, " or "), s.Type.Name())
+	}
+	s.Space, s.Feature, s.PTX = SpaceSharedCluster, FeatSharedCluster, v81
+	s.Args = []ArgSpec{addrIn(SpaceNone), read(s.Type), addrIn(SpaceSharedCluster)}
+	return s, nil
+}
+
 // sharedSpaceNeeds is what the sub-qualified shared spaces need: ::cta and
 // ::cluster are PTX 7.8, and .shared::cluster needs sm_90.
 func sharedSpaceNeeds(sp Space) (Feature, Version) {
@@ -625,6 +663,11 @@ func sharedSpaceNeeds(sp Space) (Feature, Version) {
 // atomSig: atom{.space}.op.T d, [a], b{, c} and red{.space}.op.T [a], b.
 func atomSig(op string, m *mods) (Sig, error) {
 	var s Sig
+	if _, ok := m.take("async"); ok && op == "red" {
+		return redAsyncSig(m)
+	} else if ok {
+		return s, fmt.Errorf("atom has no .async form")
+	}
 	if sp, ok := m.take("global", "shared", "shared::cta", "shared::cluster"); ok {
 		s.Space = spaceByName(sp)
 	}

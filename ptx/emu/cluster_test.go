@@ -564,17 +564,116 @@ func TestMbarrierOrdersRemoteStores(t *testing.T) {
 			{"early", "with no barrier between them", "an arrive before the store"},
 			{"async-nowait", "shared memory", "reads of st.async's destination without a wait"},
 		} {
-			p := mbarrierExchangeKernel(t, size, bad.mode)
-			var raced bool
-			for _, seed := range seeds {
-				if _, err := runOut(t, p, size, 32, size*size, seed, true); err != nil {
-					wantFault(t, err, FaultRace, bad.want)
-					raced = true
+			wantRace(t, mbarrierExchangeKernel(t, size, bad.mode), size, size*size, bad.want, bad.what)
+		}
+	}
+}
+
+// redAsyncKernel: every thread of every CTA of a cluster of size adds
+// rank+1 into word tid%4 of CTA 0's buffer with red.async, completing 4
+// bytes on CTA 0's mbarrier, which expects one arrival (its thread 0's
+// arrive.expect_tx of all the bytes) and no fence; CTA 0's threads add
+// 1000 to their words with a red.shared meanwhile (the words are zeroed
+// first, before a cluster barrier); then threads 0-3 of CTA 0 wait on the
+// mbarrier and, past a CTA barrier, store their word. mode "wait": so;
+// "nowait": the readers do not wait (a race); "plain": CTA 0's threads
+// store their word plainly instead of the red.shared (a race with the
+// reductions).
+func redAsyncKernel(t *testing.T, size int, mode string) *Program {
+	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+		buf := m.Shared("buf", ptx.U32, 4, 4)
+		bar := m.Shared("bar", ptx.B64, 1, 8)
+		rank := e.Reg(ptx.U32)
+		e.Mov(rank, ptx.ClusterCtaRank)
+		zero, lead := e.Pred(), e.Pred()
+		e.Setp(zero, ptx.EQ, tid, ptx.Imm(0))
+		e.Setp(lead, ptx.EQ, rank, ptx.Imm(0))
+		word := e.Reg(ptx.U32)
+		e.And(word, tid, ptx.Imm(3))
+		local := e.Reg(ptx.U32)
+		e.Mov(local, buf)
+		e.Mad(local, word, ptx.Imm(4), local)
+		e.If(zero, func() {
+			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(1))
+			e.FenceMbarrierInit()
+			for j := range 4 {
+				e.St(ptx.SpaceShared, ptx.U32, ptx.At(buf, int64(4*j)), ptx.Imm(0))
+			}
+		})
+		e.BarrierClusterSync()
+		a, b, v := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mapa(ptx.SpaceSharedCluster, a, local, ptx.Imm(0))
+		e.Mapa(ptx.SpaceSharedCluster, b, bar, ptx.Imm(0))
+		e.Add(v, rank, ptx.Imm(1))
+		e.RedAsync("add", ptx.U32, ptx.At(a, 0), v, ptx.At(b, 0))
+		e.If(lead, func() {
+			e.If(zero, func() {
+				e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(bar, 0), ptx.Imm(int64(4*32*size)))
+			})
+			if mode == "plain" {
+				e.St(ptx.SpaceShared, ptx.U32, ptx.At(local, 0), ptx.Imm(1000))
+			} else {
+				e.Red(ptx.SpaceShared, "add", ptx.U32, ptx.At(local, 0), ptx.Imm(1000))
+			}
+			if mode != "nowait" {
+				e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(bar, 0), ptx.Imm(0))
+			}
+			e.BarSync(0) // the CTA's own updates
+			small := e.Pred()
+			e.Setp(small, ptx.LT, tid, ptx.Imm(4))
+			e.If(small, func() {
+				x := e.Reg(ptx.U32)
+				e.Ld(ptx.SpaceShared, x, ptx.At(local, 0))
+				storeAt(e, out, tid, x)
+			})
+		})
+		e.BarrierClusterSync()
+	})
+}
+
+// red.async reductions from every CTA into one word land as atomics: the
+// sums are exact, they race neither with each other nor with the
+// destination's own atomics, and the mbarrier's wait orders them before
+// the destination's reads; a read without the wait, or a plain store into
+// the word, races with them.
+func TestRedAsync(t *testing.T) {
+	for _, size := range []int{2, 4} {
+		p := redAsyncKernel(t, size, "wait")
+		for _, seed := range seeds {
+			got, err := runOut(t, p, size, 32, 4, seed, true)
+			if err != nil {
+				t.Fatalf("clusters of %d, seed %d: %v", size, seed, err)
+			}
+			// 8 threads a CTA per word, each adding rank+1; 8 adding 1000.
+			want := uint32(8*1000 + 8*size*(size+1)/2)
+			for j, g := range got {
+				if g != want {
+					t.Fatalf("clusters of %d, seed %d: word %d is %d, want %d", size, seed, j, g, want)
 				}
 			}
-			if !raced {
-				t.Errorf("clusters of %d: %s raced on no schedule", size, bad.what)
-			}
 		}
+		for _, bad := range []struct{ mode, want, what string }{
+			{"nowait", "red.async", "reads of red.async's destination without a wait"},
+			{"plain", "", "a plain store into red.async's destination"},
+		} {
+			wantRace(t, redAsyncKernel(t, size, bad.mode), size, 4, bad.want, bad.what)
+		}
+	}
+}
+
+// wantRace runs p (one cluster of size CTAs of 32 threads, n output
+// words) under every seed: at least one must report a race mentioning
+// want, and every failure must be one; what names the race.
+func wantRace(t *testing.T, p *Program, size, n int, want, what string) {
+	t.Helper()
+	var raced bool
+	for _, seed := range seeds {
+		if _, err := runOut(t, p, size, 32, n, seed, true); err != nil {
+			wantFault(t, err, FaultRace, want)
+			raced = true
+		}
+	}
+	if !raced {
+		t.Errorf("clusters of %d: %s raced on no schedule", size, what)
 	}
 }

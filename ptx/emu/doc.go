@@ -202,6 +202,11 @@
 // checks an st.async at the issue against the destination's accesses not
 // ordered before the issuing thread, and once landed takes it as an
 // arrival of that thread in the phase it completed in.
+// red.async...mbarrier::complete_tx::bytes is an st.async whose landing
+// updates the destination word atomically (add, min, max, inc, dec, and,
+// or, xor) with the register taken at the issue: it races with plain
+// accesses as an st.async does, but with no atomic access, other
+// red.async landings in the same word included.
 //
 // elect.sync is a collective of its member mask, like shfl: it elects the
 // lowest lane of the mask (all of whose lanes execute it together).

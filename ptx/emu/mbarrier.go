@@ -269,7 +269,8 @@ type bulkCopy struct {
 	dst     *cta
 	dstAddr uint64 // .shared address in dst
 	src     uint64 // global address of the bytes (cp.async.bulk)
-	data    []byte // or the bytes themselves, as stored (st.async)
+	data    []byte // or the bytes themselves, as stored (st.async), or the operand (red.async)
+	red     fn3    // red.async: the update of the destination's value by the operand
 	barTime int64  // st.async, race detector: the issuing CTA's last barrier before the issue
 	size    int
 	bar     mbKey
@@ -325,19 +326,25 @@ func (c *compiler) bulkCopy(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error)
 
 // what names cp's instruction for a fault.
 func (cp *bulkCopy) what() string {
-	if cp.data != nil {
+	switch {
+	case cp.red != nil:
+		return "red.async"
+	case cp.data != nil:
 		return "st.async"
 	}
 	return "bulk copy"
 }
 
 // stAsync compiles
-// st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.T [a], b, [bar]:
+// st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.T [a], b, [bar]
+// and, with red, red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.op.T [a], b, [bar]:
 // each lane of m stores b (its registers' bytes as they are now) into the
 // shared memory of a CTA of the cluster, where it lands later, as a bulk
 // copy does, and completes its bytes on the mbarrier at bar, which must be
-// in the same CTA.
-func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
+// in the same CTA. A red.async's landing updates the T there by op
+// atomically: it races with no other atomic (red.async landings into one
+// word included), only with plain accesses.
+func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig, red bool) (execFn, error) {
 	t := sig.Type
 	dst, vals, err := c.storeArgs(in, t)
 	if err != nil {
@@ -347,6 +354,21 @@ func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) 
 	if err != nil {
 		return nil, err
 	}
+	what := "an st.async"
+	var f fn3
+	if red {
+		what = "a red.async"
+		op := ""
+		for _, s := range in.Mods {
+			switch s {
+			case "add", "min", "max", "inc", "dec", "and", "or", "xor":
+				op = s
+			}
+		}
+		if f, err = atomOp(op, t, false); err != nil {
+			return nil, err
+		}
+	}
 	es := t.Bytes()
 	n := es * len(vals)
 	return func(w *warp, m uint32) *Fault {
@@ -355,19 +377,20 @@ func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) 
 			l := bits.TrailingZeros32(m)
 			d := w.at(&dst, l)
 			if d%uint64(n) != 0 {
-				return w.addrFault(FaultAlign, ci, l, d, "an st.async of %d bytes must be aligned to %d", n, n)
+				return w.addrFault(FaultAlign, ci, l, d, "%s of %d bytes must be aligned to %d", what, n, n)
 			}
-			tc, a, key, f := w.asyncDest(ci, ptx.SpaceSharedCluster, l, d, n, w.at(&bar, l), "an st.async")
-			if f != nil {
-				return f
+			tc, a, key, flt := w.asyncDest(ci, ptx.SpaceSharedCluster, l, d, n, w.at(&bar, l), what)
+			if flt != nil {
+				return flt
 			}
 			if r := tc.race; r != nil {
-				// What the destination's threads did there must be ordered
-				// before this store, as for a plain one.
+				// What the destination's threads did there (a red.async:
+				// other than atomically) must be ordered before this
+				// store, as for a plain one.
 				off := int(a - sharedWindow)
 				for o := off &^ (raceGrain - 1); o < off+n; o += raceGrain {
-					if other, otherWrites, race := r.before(o, w, l); race {
-						return w.raceFault(ci, l, tc, d, true, false, other, otherWrites)
+					if other, otherWrites, race := r.unordered(o, w, l, red); race {
+						return w.raceFault(ci, l, tc, d, true, red, other, otherWrites)
 					}
 				}
 			}
@@ -375,7 +398,7 @@ func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) 
 			for i, v := range vals {
 				store(data[i*es:(i+1)*es], w.v(v)[l])
 			}
-			cp := &bulkCopy{w: w, lane: l, in: ci, dst: tc, dstAddr: a, data: data, size: n, bar: key}
+			cp := &bulkCopy{w: w, lane: l, in: ci, dst: tc, dstAddr: a, data: data, red: f, size: n, bar: key}
 			if w.c.race != nil {
 				cp.barTime = w.c.race.barTime
 			}
@@ -386,7 +409,7 @@ func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) 
 }
 
 // asyncDest resolves the destination of an asynchronous copy (what: "a
-// bulk copy", "an st.async") by lane l: n bytes at d in space sp, inside a
+// bulk copy", "an st.async", "a red.async") by lane l: n bytes at d in space sp, inside a
 // CTA's shared memory, and its mbarrier at bar, which must be in that CTA.
 func (w *warp) asyncDest(in *inst, sp ptx.Space, l int, d uint64, n int, bar uint64, what string) (*cta, uint64, mbKey, *Fault) {
 	t, a, f := w.sharedTarget(in, sp, l, d)
@@ -454,9 +477,14 @@ func (cl *cluster) land(i int) *Fault {
 	if src == nil {
 		src, _ = cl.ls.mem.bytes(cp.src, cp.size) // checked at the issue; allocations are never freed
 	}
-	copy(cp.dst.smem[off:off+cp.size], src)
+	if cp.red != nil {
+		mem := cp.dst.smem[off : off+cp.size]
+		store(mem, cp.red(load(mem), load(src), 0))
+	} else {
+		copy(cp.dst.smem[off:off+cp.size], src)
+	}
 	if cp.data != nil && cp.w.c.race != nil {
-		// A landed st.async releases what its thread did before it (and
+		// A landed st.async or red.async releases what its thread did before it (and
 		// what its CTA did before the barrier preceding it) to whoever
 		// sees this phase complete, as an arrival of that thread would.
 		cl.arrivals = append(cl.arrivals, arrival{key: cp.bar, phase: cp.phase, thread: w.threadID(cp.lane), time: cp.issued, barTime: cp.barTime})

@@ -243,7 +243,7 @@ func ldGlobal32(ci *inst, a addrOp, dst []int32) execFn {
 func (c *compiler) st(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 	if has(in, "async") {
 		c.k.async = true
-		return c.stAsync(ci, in, sig)
+		return c.stAsync(ci, in, sig, false)
 	}
 	t := sig.Type
 	a, vals, err := c.storeArgs(in, t)
@@ -292,6 +292,10 @@ func (c *compiler) storeArgs(in *ptx.Inst, t ptx.Type) (addrOp, []src, error) {
 // atom compiles atom and red. Lanes apply their updates one after another
 // in lane order, so the values returned are deterministic.
 func (c *compiler) atom(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
+	if has(in, "async") {
+		c.k.async = true
+		return c.stAsync(ci, in, sig, true)
+	}
 	t := sig.Type
 	args := in.Args
 	d := int32(-1)

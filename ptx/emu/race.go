@@ -144,17 +144,18 @@ func (r *raceState) check(off int, w *warp, l int, pc int32, write, atomic bool)
 	return access{}, false, false
 }
 
-// before returns an access to the grain at off (in the current epoch)
-// by another thread that is not ordered before lane l of w, and whether
-// it wrote: what an st.async that w issues there would race with.
-func (r *raceState) before(off int, w *warp, l int) (access, bool, bool) {
+// unordered returns an access to the grain at off (in the current epoch)
+// by another thread that is not ordered before lane l of w, and whether it
+// wrote: what an st.async that w issues there would race with; with
+// atomic (a red.async), not an atomic access.
+func (r *raceState) unordered(off int, w *warp, l int, atomic bool) (access, bool, bool) {
 	s := &r.grains[off/raceGrain]
 	if s.epoch != r.epoch {
 		return access{}, false, false
 	}
 	t := w.threadID(l)
 	for i, a := range []access{s.writer, s.r1, s.r2} {
-		if a.thread != 0 && a.thread != t && !w.ordered(a, l) {
+		if a.thread != 0 && a.thread != t && !(atomic && a.atomic) && !w.ordered(a, l) {
 			return a, i == 0, true
 		}
 	}
@@ -170,12 +171,13 @@ func (r *raceState) landing(off int, cp *bulkCopy) (access, bool) {
 	if s.epoch != r.epoch {
 		*s = shadow{epoch: r.epoch}
 	}
+	atomic := cp.red != nil // a red.async races with no atomic, nor another red.async
 	for _, a := range []access{s.writer, s.r1, s.r2} {
-		if a.thread != 0 && a.time > cp.issued {
+		if a.thread != 0 && a.time > cp.issued && !(atomic && a.atomic) {
 			return a, true
 		}
 	}
-	s.writer = access{thread: int32(-cp.id - 1), pc: int32(cp.in.pc), time: cp.w.c.cl.clock}
+	s.writer = access{thread: int32(-cp.id - 1), pc: int32(cp.in.pc), time: cp.w.c.cl.clock, atomic: atomic}
 	return access{}, false
 }
 
