@@ -83,10 +83,11 @@ func defaultCluster(s step) int {
 
 // Tuning is the kernel choice measured on one GPU model: Cluster[i][j] is
 // the cluster size of gvr_topk_cluster chosen for Batches[i] rows of Ns[j]
-// elements, or 0 for gvr_topk (one CTA per row), each from cold-L2
-// medians in one gvrbench -tune run (MedianUS: the choice's). The choice
-// is the fastest, or the fewest SMs within 2% of it (gvrbench's
-// tuneMargin; h200.json predates that rule and holds the fastest).
+// elements, or 0 for gvr_topk (one CTA per row), each from cold-L2 and
+// graph-replayed medians in one gvrbench -tune run (MedianUS: the
+// choice's cold one). The choice is the fewest SMs within 2% of the
+// fastest in both modes, else the one closest to the fastest in its worse
+// mode (gvrbench's tuneMargin).
 type Tuning struct {
 	Device   string      `json:"device"`  // the GPU's name as the driver reports it
 	Command  string      `json:"command"` // the gvrbench command that measured it

@@ -204,10 +204,14 @@ func passesChart(rs []Replay) *plot.Plot {
 // fromReport prints the report saved in path (with compare set, against
 // the report saved there: WriteComparison) and, with charts set, writes
 // its charts there.
-func fromReport(path, charts, compare string, stdout io.Writer) error {
+func fromReport(path, charts, compare, tune string, stdout io.Writer) error {
 	r, err := readReport(path)
 	if err != nil {
 		return err
+	}
+	if tune != "" {
+		// The kernel choice of a saved -tune run, under today's rule.
+		return writeTuning(tune, r)
 	}
 	if compare != "" {
 		base, err := readReport(compare)

@@ -87,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed of the synthetic scores")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
 	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm, graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
-	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, -batch and -n (cold), and write the choice per batch and N to `file`: the fewest SMs within 2% of the fastest (topk.Tuning JSON; topk/tuning/ keeps one per GPU)")
+	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, -batch and -n (cold and graph-replayed), and write the choice per batch and N to `file`: the fewest SMs whose worse mode (its median over the fastest's) is within 2% of the best (topk.Tuning JSON; topk/tuning/ keeps one per GPU); with -from, the choice of a saved -tune run's report (-o)")
 	fs.BoolVar(&o.phases, "phases", true, "per-phase breakdown from the instrumented kernels")
 	fs.BoolVar(&o.phasesWarm, "phases-warm", false, "take the per-phase breakdown warm (after one untimed launch, no L2 flush before each) instead of cold: what a cold row's misses add to each step")
 	fs.BoolVar(&o.values, "values", false, "also write the selected values")
@@ -115,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return status
 	}
 	if *from != "" {
-		if err := fromReport(*from, *charts, *compare, stdout); err != nil {
+		if err := fromReport(*from, *charts, *compare, o.tune, stdout); err != nil {
 			return fail(1, "%v", err)
 		}
 		return 0
@@ -184,7 +184,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			o.kernels = append(o.kernels, k)
 		}
-		o.cold, o.hot, o.graph, o.phases = true, false, false, false
+		o.cold, o.hot, o.graph, o.phases = true, false, true, false
 	}
 	if *replay == "all" {
 		*replay = "layer0,layer1,middle,layer60"

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,15 +101,19 @@ func TestWriteReplays(t *testing.T) {
 }
 
 // TestTuning: a -tune run's choice is, per batch and N, the fewest SMs
-// within tuneMargin of the fastest by cold median (0: gvr_topk); the file
-// it writes reads back as the same table, one line per batch.
+// within tuneMargin of the fastest by cold and by graph-replayed median
+// (0: gvr_topk), else the one closest to the fastest in its worse mode;
+// the file it writes reads back as the same table, one line per batch.
 func TestTuning(t *testing.T) {
 	r := &Report{Command: "gvrbench -tune x", Start: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC),
 		Device: Device{Name: "GPU"}, Kernels: []string{"gvr", "cgvr8", "cgvr16"}}
-	add := func(b, n int, kernel string, us float64) {
-		r.Timings = append(r.Timings, Timing{Batch: b, N: n, Mode: "cold", Kernel: kernel, MedianUS: us},
-			Timing{Batch: b, N: n, Mode: "warm", Kernel: kernel, MedianUS: us / 10}) // warm: ignored
+	addModes := func(b, n int, kernel string, cold, graph float64) {
+		r.Timings = append(r.Timings, Timing{Batch: b, N: n, Mode: "cold", Kernel: kernel, MedianUS: cold},
+			Timing{Batch: b, N: n, Mode: "graph", Kernel: kernel, MedianUS: graph},
+			Timing{Batch: b, N: n, Mode: "warm", Kernel: kernel, MedianUS: cold / 10}) // warm: ignored
 	}
+	// Graph-replayed 3 us faster, in the same order as cold.
+	add := func(b, n int, kernel string, us float64) { addModes(b, n, kernel, us, max(0, us-3)) }
 	add(1, 8192, "gvr", 12)
 	add(1, 8192, "cgvr8", 14)
 	add(1, 8192, "cgvr16", 15)
@@ -127,12 +132,21 @@ func TestTuning(t *testing.T) {
 	add(64, 262144, "gvr", 70)
 	add(64, 262144, "cgvr8", 60.4)
 	add(64, 262144, "cgvr16", 95)
+	add(8, 8192, "gvr", 12)
+	add(8, 8192, "cgvr8", 14)
+	add(8, 8192, "cgvr16", 15)
+	addModes(8, 65536, "gvr", 19, 16)
+	addModes(8, 65536, "cgvr8", 17.4, 12)
+	addModes(8, 65536, "cgvr16", 16.5, 13.8) // 5% faster cold, 15% slower graph-replayed: neither within both
+	addModes(8, 262144, "gvr", 36, 33)
+	addModes(8, 262144, "cgvr8", 14.2, 10)
+	addModes(8, 262144, "cgvr16", 13.1, 10.1) // faster cold by more, graph-replayed within the margin
 	tu, err := tuning(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]int{{0, 8, 16}, {0, 0, 8}}
-	if fmt.Sprint(tu.Cluster) != fmt.Sprint(want) || fmt.Sprint(tu.MedianUS) != "[[12 17.4 13.1] [13 25 60.4]]" {
+	want := [][]int{{0, 8, 16}, {0, 8, 16}, {0, 0, 8}}
+	if fmt.Sprint(tu.Cluster) != fmt.Sprint(want) || fmt.Sprint(tu.MedianUS) != "[[12 17.4 13.1] [12 17.4 13.1] [13 25 60.4]]" {
 		t.Errorf("tuning: cluster %v (want %v), medians %v", tu.Cluster, want, tu.MedianUS)
 	}
 	path := filepath.Join(t.TempDir(), "t.json")
@@ -152,6 +166,21 @@ func TestTuning(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), "\n    [0,8,16],\n") {
 		t.Errorf("want one line per batch:\n%s", raw)
+	}
+	// -from report.json -tune file: the same table from the saved run.
+	saved, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rpath, again := filepath.Join(t.TempDir(), "r.json"), filepath.Join(t.TempDir(), "again.json")
+	if err := os.WriteFile(rpath, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := fromReport(rpath, "", "", again, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(again); err != nil || string(got) != string(raw) {
+		t.Errorf("-from -tune wrote %s (%v), want %s", got, err, raw)
 	}
 	// Measured with mbarrier rounds (-tune -mbarrier-rounds): the same
 	// choice from the +mbar columns; other columns do not count.
