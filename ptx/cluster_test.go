@@ -303,6 +303,57 @@ func TestClusterVersions(t *testing.T) {
 	}
 }
 
+// st.async and red.async need PTX 8.1 on sm_90: text that declares 8.0 is
+// what the driver rejects; Parse says so.
+func TestAsyncStoreVersionTooOld(t *testing.T) {
+	for _, tc := range []struct {
+		build func(e *ptx.Entry, r ptx.Reg)
+		want  string
+	}{
+		{func(e *ptx.Entry, r ptx.Reg) { e.StAsync(ptx.B32, ptx.At(r, 0), r, ptx.At(r, 8)) },
+			"`st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 \t[%r0], %r0, [%r0+8];` needs PTX 8.1, module declares 8.0"},
+		{func(e *ptx.Entry, r ptx.Reg) { e.RedAsync("add", ptx.U32, ptx.At(r, 0), r, ptx.At(r, 8)) },
+			"`red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 \t[%r0], %r0, [%r0+8];` needs PTX 8.1, module declares 8.0"},
+	} {
+		m, e, _, _, _, r := clusterEntry(ptx.SM90)
+		tc.build(e, r)
+		e.Ret()
+		if err := m.Build(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ptx.Parse(strings.Replace(ptx.Text(m), ".version 8.1", ".version 8.0", 1))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse at PTX 8.0: %v, want an error containing %q", err, tc.want)
+		}
+	}
+}
+
+// Every operation and type red.async has prints, verifies and reads back.
+func TestRedAsyncForms(t *testing.T) {
+	m, e, _, _, g, r := clusterEntry(ptx.SM90)
+	for _, f := range []struct {
+		op string
+		t  ptx.Type
+	}{
+		{"add", ptx.U32}, {"add", ptx.S32}, {"add", ptx.U64}, {"inc", ptx.U32}, {"dec", ptx.U32},
+		{"min", ptx.U32}, {"min", ptx.S32}, {"max", ptx.U32}, {"max", ptx.S32},
+		{"and", ptx.B32}, {"or", ptx.B32}, {"xor", ptx.B32},
+	} {
+		var v ptx.Operand = r
+		if f.t.Bits() == 64 {
+			v = g
+		}
+		e.RedAsync(f.op, f.t, ptx.At(r, 8), v, ptx.At(r, 0))
+	}
+	e.Ret()
+	if err := m.Build(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ptx.RoundTrip(m); err != nil {
+		t.Error(err)
+	}
+}
+
 // Below sm_90 (sm_80 for the base mbarrier forms) the verify pass names
 // the instruction, what it needs and the target.
 func TestClusterVerifyRejects(t *testing.T) {
@@ -359,6 +410,15 @@ func TestClusterVerifyRejects(t *testing.T) {
 		{"red.async on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.RedAsync("add", ptx.U32, ptx.At(r, 0), r, ptx.At(r, 8))
 		}, "`red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%r0], %r0, [%r0+8];`: needs .shared::cluster (sm_90+); target sm_80 lacks it", false},
+		{"red.async.inc.s32", ptx.SM90, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.RedAsync("inc", ptx.S32, ptx.At(r, 0), r, ptx.At(r, 8))
+		}, "red.async.inc takes .u32, not .s32", false},
+		{"red.async.min.u64", ptx.SM90, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.RedAsync("min", ptx.U64, ptx.At(r, 0), g, ptx.At(r, 8))
+		}, "red.async.min takes .u32 or .s32, not .u64", false},
+		{"red.async.exch", ptx.SM90, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.RedAsync("exch", ptx.B32, ptx.At(r, 0), r, ptx.At(r, 8))
+		}, "red.async needs an operation (add, min, max, inc, dec, and, or, xor)", false},
 		{"cp.async.bulk on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(g, 0), ptx.Imm(16), ptx.At(bar, 0))
 		}, "`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd0], 16, [bar];`: needs cp.async.bulk (sm_90+); target sm_80 lacks it", false},

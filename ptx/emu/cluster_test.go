@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -578,8 +579,16 @@ func TestMbarrierOrdersRemoteStores(t *testing.T) {
 // mbarrier and, past a CTA barrier, store their word. mode "wait": so;
 // "nowait": the readers do not wait (a race); "plain": CTA 0's threads
 // store their word plainly instead of the red.shared (a race with the
-// reductions).
+// reductions); "few", "many": the arrive.expect_tx counts one reduction's
+// 4 bytes fewer or more than are sent.
 func redAsyncKernel(t *testing.T, size int, mode string) *Program {
+	tx := int64(4 * 32 * size)
+	switch mode {
+	case "few":
+		tx -= 4
+	case "many":
+		tx += 4
+	}
 	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
 		buf := m.Shared("buf", ptx.U32, 4, 4)
 		bar := m.Shared("bar", ptx.B64, 1, 8)
@@ -608,7 +617,7 @@ func redAsyncKernel(t *testing.T, size int, mode string) *Program {
 		e.RedAsync("add", ptx.U32, ptx.At(a, 0), v, ptx.At(b, 0))
 		e.If(lead, func() {
 			e.If(zero, func() {
-				e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(bar, 0), ptx.Imm(int64(4*32*size)))
+				e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(bar, 0), ptx.Imm(tx))
 			})
 			if mode == "plain" {
 				e.St(ptx.SpaceShared, ptx.U32, ptx.At(local, 0), ptx.Imm(1000))
@@ -657,6 +666,163 @@ func TestRedAsync(t *testing.T) {
 			{"plain", "", "a plain store into red.async's destination"},
 		} {
 			wantRace(t, redAsyncKernel(t, size, bad.mode), size, 4, bad.want, bad.what)
+		}
+	}
+}
+
+// An mbarrier whose arrive.expect_tx counts red.async's bytes wrongly.
+// Expecting more than are sent, its phase never completes: a deadlock,
+// reported at the cluster barrier the other CTAs wait at, naming CTA 0's
+// wait on the mbarrier. Expecting fewer, the phase completes before the
+// last reduction lands, which then races with the reads it should have
+// preceded (and the sum comes out short), unless every reduction landed
+// before the arrive.expect_tx, leaving the count negative: a deadlock.
+func TestRedAsyncWrongTxCount(t *testing.T) {
+	deadlock := func(err error) {
+		t.Helper()
+		wantFault(t, err, FaultBarrier, "kernel k", "barrier.cluster.wait", "the cluster barrier's phase 1 never completes",
+			"CTA rank 0 (0,0,0): warp 0: lanes {0-31} wait on the mbarrier at line", "mbarrier.try_wait.parity")
+	}
+	for _, size := range []int{2, 4} {
+		p := redAsyncKernel(t, size, "many")
+		for _, seed := range seeds {
+			_, err := runOut(t, p, size, 32, 4, seed, true)
+			deadlock(err)
+		}
+		p = redAsyncKernel(t, size, "few")
+		for _, seed := range seeds {
+			_, err := runOut(t, p, size, 32, 4, seed, true)
+			var f *Fault
+			if !errors.As(err, &f) {
+				t.Fatalf("clusters of %d, seed %d: error %v, want a fault", size, seed, err)
+			}
+			switch f.Kind {
+			case FaultRace:
+				wantFault(t, err, FaultRace, "the red.async issued here (into CTA rank 0) lands in shared memory that thread (3,0,0)",
+					"of CTA rank 0 reads at line", "before it completed")
+			case FaultBarrier:
+				deadlock(err)
+			default:
+				t.Fatalf("clusters of %d, seed %d: %v, want a race or a deadlock", size, seed, err)
+			}
+		}
+	}
+}
+
+// Every red.async operation lands as its atom does: each of the 64 threads
+// of a cluster of 2 reduces its own operand into one word (a double word
+// for add.u64) of CTA 0 per operation, 40 bytes a thread on CTA 0's
+// mbarrier; CTA 0 waits and reads the results.
+func TestRedAsyncOps(t *testing.T) {
+	type red struct {
+		op   string
+		t    ptx.Type
+		init uint32
+		v    func(e *ptx.Entry, gi ptx.Reg) ptx.Operand // the operand of thread gi
+		want func(gi, o uint32) uint32                  // its effect on the word
+	}
+	reg := func(e *ptx.Entry, t ptx.Type, f func(d ptx.Reg)) ptx.Reg {
+		d := e.Reg(t)
+		f(d)
+		return d
+	}
+	ops := []red{
+		{"add", ptx.S32, 0, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand {
+			return reg(e, ptx.S32, func(d ptx.Reg) { e.Sub(d, gi, ptx.Imm(40)) })
+		}, func(gi, o uint32) uint32 { return o + gi - 40 }},
+		{"min", ptx.S32, 0, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand {
+			return reg(e, ptx.S32, func(d ptx.Reg) { e.Sub(d, gi, ptx.Imm(40)) })
+		}, func(gi, o uint32) uint32 { return uint32(min(int32(o), int32(gi)-40)) }},
+		{"max", ptx.U32, 0, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand {
+			return reg(e, ptx.U32, func(d ptx.Reg) { e.Mul(d, gi, ptx.Imm(3)) })
+		}, func(gi, o uint32) uint32 { return max(o, 3*gi) }},
+		{"inc", ptx.U32, 0, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand { return ptx.Imm(10) },
+			func(gi, o uint32) uint32 { return (o + 1) % 11 }},
+		{"dec", ptx.U32, 0, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand { return ptx.Imm(10) },
+			func(gi, o uint32) uint32 { return (o + 10) % 11 }},
+		{"and", ptx.B32, 0xFFFFFFFF, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand {
+			return reg(e, ptx.B32, func(d ptx.Reg) { e.And(d, gi, ptx.Imm(15)); e.Shl(d, ptx.Imm(1), d); e.Not(d, d) })
+		}, func(gi, o uint32) uint32 { return o &^ (1 << (gi & 15)) }},
+		{"or", ptx.B32, 0, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand {
+			return reg(e, ptx.B32, func(d ptx.Reg) { e.And(d, gi, ptx.Imm(15)); e.Shl(d, ptx.Imm(1), d) })
+		}, func(gi, o uint32) uint32 { return o | 1<<(gi&15) }},
+		{"xor", ptx.B32, 0, func(e *ptx.Entry, gi ptx.Reg) ptx.Operand {
+			return reg(e, ptx.B32, func(d ptx.Reg) { e.Mul(d, gi, gi) })
+		}, func(gi, o uint32) uint32 { return o ^ gi*gi }},
+	}
+	const threads = 64
+	tx := int64(threads * (4*len(ops) + 8))
+	p := clusterKernel(t, 2, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+		buf := m.Shared("buf", ptx.U32, len(ops)+2, 8)
+		bar := m.Shared("bar", ptx.B64, 1, 8)
+		rank, gi := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mov(rank, ptx.ClusterCtaRank)
+		e.Mad(gi, rank, ptx.Imm(32), tid)
+		zero, lead := e.Pred(), e.Pred()
+		e.Setp(zero, ptx.EQ, tid, ptx.Imm(0))
+		e.Setp(lead, ptx.EQ, rank, ptx.Imm(0))
+		e.If(zero, func() {
+			e.MbarrierInit(ptx.SpaceShared, ptx.At(bar, 0), ptx.Imm(1))
+			e.FenceMbarrierInit()
+			for i, o := range ops {
+				e.St(ptx.SpaceShared, ptx.U32, ptx.At(buf, int64(4*i)), ptx.Imm(int64(o.init)))
+			}
+			e.St(ptx.SpaceShared, ptx.U64, ptx.At(buf, int64(4*len(ops))), ptx.Imm(0))
+		})
+		e.BarrierClusterSync()
+		a, b := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.Mapa(ptx.SpaceSharedCluster, a, buf, ptx.Imm(0))
+		e.Mapa(ptx.SpaceSharedCluster, b, bar, ptx.Imm(0))
+		for i, o := range ops {
+			e.RedAsync(o.op, o.t, ptx.At(a, int64(4*i)), o.v(e, gi), ptx.At(b, 0))
+		}
+		v64 := e.Reg(ptx.U64)
+		e.Cvt(v64, gi)
+		e.Shl(v64, v64, ptx.Imm(32))
+		e.Add(v64, v64, ptx.Imm(1))
+		e.RedAsync("add", ptx.U64, ptx.At(a, int64(4*len(ops))), v64, ptx.At(b, 0))
+		e.If(lead, func() {
+			e.If(zero, func() {
+				e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(bar, 0), ptx.Imm(tx))
+			})
+			e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(bar, 0), ptx.Imm(0))
+			small := e.Pred()
+			e.Setp(small, ptx.LT, tid, ptx.Imm(int64(len(ops)+2)))
+			e.If(small, func() {
+				x, local := e.Reg(ptx.U32), e.Reg(ptx.U32)
+				e.Mov(local, buf)
+				e.Mad(local, tid, ptx.Imm(4), local)
+				e.Ld(ptx.SpaceShared, x, ptx.At(local, 0))
+				storeAt(e, out, tid, x)
+			})
+		})
+		e.BarrierClusterSync()
+	})
+	want := make([]uint32, len(ops)+2)
+	for i, o := range ops {
+		want[i] = o.init
+		for gi := range uint32(threads) {
+			want[i] = o.want(gi, want[i])
+		}
+	}
+	var sum uint64
+	for gi := range uint64(threads) {
+		sum += gi<<32 + 1
+	}
+	want[len(ops)], want[len(ops)+1] = uint32(sum), uint32(sum>>32)
+	for _, seed := range seeds {
+		got, err := runOut(t, p, 2, 32, len(want), seed, true)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for i, g := range got {
+			if g != want[i] {
+				name := "add.u64"
+				if i < len(ops) {
+					name = ops[i].op + "." + ops[i].t.Name()
+				}
+				t.Errorf("seed %d: word %d (%s) is %#x, want %#x", seed, i, name, g, want[i])
+			}
 		}
 	}
 }

@@ -201,7 +201,11 @@
 // the arrive.expect_tx that expects them, as on hardware. The race detector
 // checks an st.async at the issue against the destination's accesses not
 // ordered before the issuing thread, and once landed takes it as an
-// arrival of that thread in the phase it completed in.
+// arrival of that thread in the phase it completed in. A landing (of a
+// bulk copy, st.async or red.async) races with any access of its bytes
+// made after its issue, even across a CTA or cluster barrier: only its
+// mbarrier's phase orders it, and that completes after the landing unless
+// an arrive.expect_tx counted too few bytes.
 // red.async...mbarrier::complete_tx::bytes is an st.async whose landing
 // updates the destination word atomically (add, min, max, inc, dec, and,
 // or, xor) with the register taken at the issue: it races with plain

@@ -165,17 +165,19 @@ func (r *raceState) unordered(off int, w *warp, l int, atomic bool) (access, boo
 // landing records bulk copy cp's write of the grain at off, and returns an
 // access that conflicts with it: one made after the copy was issued (the
 // accesses before it are taken as ordered: a thread hands the buffer over
-// before the copy is issued).
+// before the copy is issued), in this epoch or an earlier one: a CTA
+// barrier does not order a copy in flight, only its mbarrier's phase does,
+// and that completes after the landing.
 func (r *raceState) landing(off int, cp *bulkCopy) (access, bool) {
 	s := &r.grains[off/raceGrain]
-	if s.epoch != r.epoch {
-		*s = shadow{epoch: r.epoch}
-	}
 	atomic := cp.red != nil // a red.async races with no atomic, nor another red.async
 	for _, a := range []access{s.writer, s.r1, s.r2} {
 		if a.thread != 0 && a.time > cp.issued && !(atomic && a.atomic) {
 			return a, true
 		}
+	}
+	if s.epoch != r.epoch {
+		*s = shadow{epoch: r.epoch}
 	}
 	s.writer = access{thread: int32(-cp.id - 1), pc: int32(cp.in.pc), time: cp.w.c.cl.clock, atomic: atomic}
 	return access{}, false
