@@ -85,9 +85,9 @@ func defaultCluster(s step) int {
 // the cluster size of gvr_topk_cluster chosen for Batches[i] rows of Ns[j]
 // elements, or 0 for gvr_topk (one CTA per row), each from cold-L2 and
 // graph-replayed medians in one gvrbench -tune run (MedianUS: the
-// choice's cold one). The choice is the fewest SMs within 2% of the
-// fastest in both modes, else the one closest to the fastest in its worse
-// mode (gvrbench's tuneMargin).
+// choice's cold one). The choice is the fewest SMs whose worse mode (its
+// median over the fastest's, in the worse of the two) is within 2% of the
+// best (gvrbench's tuneMargin).
 type Tuning struct {
 	Device   string      `json:"device"`  // the GPU's name as the driver reports it
 	Command  string      `json:"command"` // the gvrbench command that measured it

@@ -101,9 +101,9 @@ func TestWriteReplays(t *testing.T) {
 }
 
 // TestTuning: a -tune run's choice is, per batch and N, the fewest SMs
-// within tuneMargin of the fastest by cold and by graph-replayed median
-// (0: gvr_topk), else the one closest to the fastest in its worse mode;
-// the file it writes reads back as the same table, one line per batch.
+// (0: gvr_topk) whose worse mode (cold or graph-replayed median over the
+// fastest's) is within tuneMargin of the best; the file it writes reads
+// back as the same table, one line per batch.
 func TestTuning(t *testing.T) {
 	r := &Report{Command: "gvrbench -tune x", Start: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC),
 		Device: Device{Name: "GPU"}, Kernels: []string{"gvr", "cgvr8", "cgvr16"}}

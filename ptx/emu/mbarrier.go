@@ -358,14 +358,7 @@ func (c *compiler) stAsync(ci *inst, in *ptx.Inst, sig ptx.Sig, red bool) (execF
 	var f fn3
 	if red {
 		what = "a red.async"
-		op := ""
-		for _, s := range in.Mods {
-			switch s {
-			case "add", "min", "max", "inc", "dec", "and", "or", "xor":
-				op = s
-			}
-		}
-		if f, err = atomOp(op, t, false); err != nil {
+		if f, err = atomOp(atomOpOf(in), t, false); err != nil {
 			return nil, err
 		}
 	}

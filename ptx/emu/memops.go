@@ -324,14 +324,7 @@ func (c *compiler) atom(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 	if sp != ptx.SpaceGlobal && sp != ptx.SpaceShared && sp != ptx.SpaceSharedCTA && sp != ptx.SpaceSharedCluster && sp != ptx.SpaceNone {
 		return nil, unsupported("%s on .%s", in.Op, sp)
 	}
-	op := ""
-	for _, s := range in.Mods {
-		switch s {
-		case "add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas":
-			op = s
-		}
-	}
-	f, err := atomOp(op, t, sp == ptx.SpaceGlobal)
+	f, err := atomOp(atomOpOf(in), t, sp == ptx.SpaceGlobal)
 	if err != nil {
 		return nil, err
 	}
@@ -352,6 +345,18 @@ func (c *compiler) atom(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 		}
 		return nil
 	}, nil
+}
+
+// atomOpOf is the operation of an atom, red or red.async (its modifier
+// "add", "min", ...; "" if none).
+func atomOpOf(in *ptx.Inst) string {
+	for _, s := range in.Mods {
+		switch s {
+		case "add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas":
+			return s
+		}
+	}
+	return ""
 }
 
 // atomOp is the update of an atomic: new value from old, b and c.
