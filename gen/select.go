@@ -257,7 +257,7 @@ type selectShared struct {
 	hist    [2]region // one u32 per bin; passes alternate between the two
 	scratch region    // one u32 per warp (block scans)
 	scalars region    // the found digit, count above it, count in it; smallSelect's counter
-	small   region    // smallSelect's (key, index, thread) entries, one per lane
+	small   region    // gatherSmall's (rank, index, bits) entries, one per lane
 	bins    int
 }
 
@@ -726,18 +726,19 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 		return sel
 	}
 	n := c.u32()
-	// Where the small bin is ranked after the first pass, smallSelect
-	// counts n as it goes (the second histogram is clear and free then,
-	// and holds a counter per thread): no count pass.
-	counting := small && !loop && span != nil && len(r.digits) > 1 && sh.bins >= c.threads
+	// Where the small bin is ranked after the first pass, the bin's
+	// selected elements are written in rank order after those above it
+	// (smallWrite): the K-th element itself is never needed.
+	direct := small && !loop && span != nil && len(r.digits) > 1
 	smallBin := func() ptx.Pred { return c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)) }
 	smallSel := func() {
-		var counted ptx.Reg
-		if counting {
-			counted = n
-		}
-		c.smallSelect(w, r, rankOf, kthKey, kthIdx, how.cleared, counted)
+		c.smallSelect(w, r, rankOf, kthKey, kthIdx, how.cleared)
 		toKey(kthKey)
+	}
+	write := func() {
+		c.markAt(MarkP4Kth)
+		e.Mov(n, c.countSelected(w, selected))
+		c.writeSelected(w, selected, n, o.buffered(sh), sh.scratch)
 	}
 	switch {
 	case loop && small:
@@ -775,22 +776,20 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 			ties()
 		}
 		switch {
-		case counting:
-			e.IfElse(smallBin(), smallSel, func() {
+		case direct:
+			e.IfElse(smallBin(), func() { c.smallWrite(w, r, rankOf, how.cleared, o.buffered(sh), sh.scratch) }, func() {
 				rest()
-				e.Mov(n, c.countSelected(w, selected))
+				write()
 			})
+			c.markAt(MarkP4Written)
+			return
 		case small:
 			e.IfElse(smallBin(), smallSel, rest)
 		default:
 			rest()
 		}
 	}
-	c.markAt(MarkP4Kth)
-	if !counting {
-		e.Mov(n, c.countSelected(w, selected))
-	}
-	c.writeSelected(w, selected, n, o.buffered(sh), sh.scratch)
+	write()
 	c.markAt(MarkP4Written)
 }
 
@@ -820,84 +819,113 @@ func (c *cta) checkSpan(r *radix, span *keySpan, g *spanGuess, again ptx.Label) 
 // the one ranked r.rem-th is the K-th. The ranks do not depend on the
 // gathering order, so neither does the result. cleared: its counter is
 // zero already (clearSelect).
-//
-// With counted (a u32 register; none: TypeInvalid), it also counts there
-// this thread's elements of the selection (every element before the K-th
-// in the Top-K order, and it), so that no count pass over w is needed:
-// those above the bin as it walks, those in the bin as the warp ranks
-// them, each added to its thread's counter in r.sh.hist[1], which must be
-// zero and hold a word per thread (the first of several passes leaves it
-// so, cleared for the second).
-func (c *cta) smallSelect(w walker, r *radix, rankOf func(x elem) ptx.Reg, kthKey, kthIdx ptx.Reg, cleared bool, counted ptx.Reg) {
+func (c *cta) smallSelect(w walker, r *radix, rankOf func(x elem) ptx.Reg, kthKey, kthIdx ptx.Reg, cleared bool) {
 	e, sh := c.e, r.sh
 	e.Comment("small bin: one warp ranks the elements that share the K-th one's high bits")
-	if !cleared {
-		c.clearSmallCount(sh)
-		c.sync()
-	}
-	counting := counted.T != ptx.TypeInvalid
-	if counting {
-		e.Mov(counted, ptx.Imm(0))
-	}
-	w(func(x elem) {
-		k := rankOf(x)
-		m := c.u32()
-		e.And(m, k, r.fixed)
-		if counting { // higher digits than the K-th's: selected
-			e.Guarded(c.setp(ptx.GT, m, r.sel.r), func() { e.Add(counted, counted, ptx.Imm(1)) })
-		}
-		e.If(c.setp(ptx.EQ, m, r.sel.r), func() {
-			slot := c.u32()
-			e.Atom(ptx.SpaceShared, "add", slot, c.smem.at(sh.scalars, 12), ptx.Imm(1))
-			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 16), ptx.Vec{k, x.idx(), c.tid, c.tid})
-		})
-	})
+	c.gatherSmall(w, r, rankOf, cleared, nil)
 	c.sync()
 	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
-		// Lane l holds element l (past the gathered ones: the lowest
-		// possible (key, index), which ranks after all of them).
-		k, i, owner, pad := c.u32(), c.u32(), c.u32(), c.u32()
-		e.Mov(k, ptx.Imm(0))
-		e.Mov(i, ptx.Imm(0xFFFFFFFF))
-		in := c.setp(ptx.LT, c.lane, r.sel.equal)
-		e.If(in, func() {
-			e.Ld(ptx.SpaceShared, ptx.Vec{k, i, owner, pad}, c.smem.elem(sh.small, c.lane, 16))
-		})
-		// rank = how many elements come before this one; the 32 steps
-		// unrolled, so that their shuffles overlap.
-		rank := c.constU32(0)
-		for j := range warpSize {
-			kj, ij := c.u32(), c.u32()
-			e.Shfl(ptx.ShflIdx, kj, k, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
-			e.Shfl(ptx.ShflIdx, ij, i, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
-			before := c.setp(ptx.GT, kj, k)
-			same := c.setp(ptx.EQ, kj, k)
-			e.AndPred(same, same, c.setp(ptx.LT, ij, i))
-			e.OrPred(before, before, same)
-			e.Guarded(before, func() { e.Add(rank, rank, ptx.Imm(1)) })
-		}
+		k, i, _, rank := c.rankSmall(r)
 		want := c.u32()
 		e.Sub(want, r.rem, ptx.Imm(1))
 		e.If(c.setp(ptx.EQ, rank, want), func() {
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 0), k)
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 4), i)
 		})
-		if counting { // ranked at or before the K-th: selected
-			sel := c.setp(ptx.LT, rank, r.rem)
-			e.AndPred(sel, sel, in)
-			e.Guarded(sel, func() {
-				e.Red(ptx.SpaceShared, "add", ptx.U32, c.bin(c.histOf(sh.hist[1]), owner), ptx.Imm(1))
-			})
-		}
 	})
 	c.sync()
 	e.Ld(ptx.SpaceShared, kthKey, c.smem.at(sh.scalars, 0))
 	e.Ld(ptx.SpaceShared, kthIdx, c.smem.at(sh.scalars, 4))
-	if counting {
-		mine := c.u32()
-		e.Ld(ptx.SpaceShared, mine, c.bin(c.histOf(sh.hist[1]), c.tid))
-		e.Add(counted, counted, mine)
+}
+
+// smallWrite writes the Top-K of w to o when at most 32 elements share
+// the digits r has fixed (the K-th one's bin), in one walk less than
+// smallSelect and writeSelected: the elements above the bin take the first
+// r.sel.above slots in walk order (a block scan of each thread's count),
+// and the bin's r.rem selected ones the slots after them in rank order,
+// written by the warp that ranks them while the others write theirs. The
+// slots never depend on timing. scratch is the scan's, as writeSelected's.
+func (c *cta) smallWrite(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleared bool, o outRow, scratch region) {
+	e := c.e
+	e.Comment("small bin: the elements above it written in walk order, the bin's selected ones after them by rank")
+	above := c.constU32(0)
+	c.gatherSmall(w, r, rankOf, cleared, &above)
+	// The scan's barrier also publishes the gathered bin.
+	pos, _ := c.blockScan(above, scratch)
+	c.markAt(MarkP4Kth)
+	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
+		_, i, bits, rank := c.rankSmall(r)
+		e.If(c.setp(ptx.LT, rank, r.rem), func() {
+			slot := c.u32()
+			e.Add(slot, r.sel.above, rank)
+			c.store(o, slot, i, bits)
+		})
+	})
+	w(func(x elem) {
+		m := c.u32()
+		e.And(m, rankOf(x), r.fixed)
+		e.If(c.setp(ptx.GT, m, r.sel.r), func() {
+			c.store(o, pos, x.idx(), x.bits)
+			e.Add(pos, pos, ptx.Imm(1))
+		})
+	})
+	if b := o.buf; b != nil {
+		total := c.u32()
+		e.Add(total, r.sel.above, r.rem)
+		c.copyOut(o, total)
 	}
+}
+
+// gatherSmall puts the elements of w that share the digits r has fixed
+// into r.sh.small as (rank, index, float bits) entries, in any order. With
+// above (a u32 register, else nil), it also counts there this thread's
+// elements above them. cleared: the gathering counter is zero already.
+func (c *cta) gatherSmall(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleared bool, above *ptx.Reg) {
+	e, sh := c.e, r.sh
+	if !cleared {
+		c.clearSmallCount(sh)
+		c.sync()
+	}
+	w(func(x elem) {
+		k := rankOf(x)
+		m := c.u32()
+		e.And(m, k, r.fixed)
+		if above != nil {
+			e.Guarded(c.setp(ptx.GT, m, r.sel.r), func() { e.Add(*above, *above, ptx.Imm(1)) })
+		}
+		e.If(c.setp(ptx.EQ, m, r.sel.r), func() {
+			slot := c.u32()
+			e.Atom(ptx.SpaceShared, "add", slot, c.smem.at(sh.scalars, 12), ptx.Imm(1))
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 16), ptx.Vec{k, x.idx(), x.bits, x.bits})
+		})
+	})
+}
+
+// rankSmall, in one warp past a barrier after gatherSmall, gives lane l
+// the l-th gathered entry (rank key k, index i, float bits) and its rank
+// among them in the Top-K order: how many come before it. Lanes past the
+// gathered ones hold the lowest possible (key, index), ranked after all.
+func (c *cta) rankSmall(r *radix) (k, i, bits, rank ptx.Reg) {
+	e := c.e
+	k, i, bits, pad := c.u32(), c.u32(), c.u32(), c.u32()
+	e.Mov(k, ptx.Imm(0))
+	e.Mov(i, ptx.Imm(0xFFFFFFFF))
+	e.If(c.setp(ptx.LT, c.lane, r.sel.equal), func() {
+		e.Ld(ptx.SpaceShared, ptx.Vec{k, i, bits, pad}, c.smem.elem(r.sh.small, c.lane, 16))
+	})
+	// The 32 steps unrolled, so that their shuffles overlap.
+	rank = c.constU32(0)
+	for j := range warpSize {
+		kj, ij := c.u32(), c.u32()
+		e.Shfl(ptx.ShflIdx, kj, k, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+		e.Shfl(ptx.ShflIdx, ij, i, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+		before := c.setp(ptx.GT, kj, k)
+		same := c.setp(ptx.EQ, kj, k)
+		e.AndPred(same, same, c.setp(ptx.LT, ij, i))
+		e.OrPred(before, before, same)
+		e.Guarded(before, func() { e.Add(rank, rank, ptx.Imm(1)) })
+	}
+	return k, i, bits, rank
 }
 
 // countSelected is a count pass: how many elements of this thread's walk
@@ -928,17 +956,23 @@ func (c *cta) writeSelected(w walker, sel func(elem) ptx.Pred, n ptx.Reg, o outR
 			e.Add(pos, pos, ptx.Imm(1))
 		})
 	})
-	if b := o.buf; b != nil {
-		// Out in slot order: consecutive threads, consecutive slots.
-		c.sync()
-		j := c.u32()
-		e.For(j, c.tid, total, ptx.Imm(int64(c.threads)), func() {
-			idx, bits := c.u32(), c.u32()
-			e.Ld(ptx.SpaceShared, idx, c.smem.elem(b.idx, j, 4))
-			e.Ld(ptx.SpaceShared, bits, c.smem.elem(b.bits, j, 4))
-			c.storeGlobal(o, j, idx, bits)
-		})
+	if o.buf != nil {
+		c.copyOut(o, total)
 	}
+}
+
+// copyOut writes o's first n buffered slots to global memory, past a
+// barrier: consecutive threads, consecutive slots.
+func (c *cta) copyOut(o outRow, n ptx.Reg) {
+	e, b := c.e, o.buf
+	c.sync()
+	j := c.u32()
+	e.For(j, c.tid, n, ptx.Imm(int64(c.threads)), func() {
+		idx, bits := c.u32(), c.u32()
+		e.Ld(ptx.SpaceShared, idx, c.smem.elem(b.idx, j, 4))
+		e.Ld(ptx.SpaceShared, bits, c.smem.elem(b.bits, j, 4))
+		c.storeGlobal(o, j, idx, bits)
+	})
 }
 
 // staging holds a row's selected elements in shared memory for sorting:
