@@ -775,13 +775,18 @@ func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg { return t.countGEWalk(t.walk
 // rowTotals adds each of vals (per-thread u32 counts) over the row: across
 // the CTA, and in a cluster kernel across the cluster. It returns the
 // totals and, in a cluster kernel, the sums over the CTAs of lower rank
-// (nil otherwise), in every thread.
-func (t *topk) rowTotals(vals []ptx.Reg) (tot, below []ptx.Reg) {
+// (nil otherwise), in every thread. With run (straight-line code only:
+// reductionRun), the CTA's sums take one barrier instead of two.
+func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below []ptx.Reg) {
 	ops := make([]string, len(vals))
 	for i := range ops {
 		ops[i] = "add"
 	}
-	tot = t.blockReduceN(ops, vals, t.reduce)
+	if run != nil {
+		tot = t.reduceIn(run, ops, vals)
+	} else {
+		tot = t.blockReduceN(ops, vals, t.reduce)
+	}
 	if t.part == nil || t.part.size == 1 {
 		return tot, nil // one CTA holds the row: nothing to combine
 	}
@@ -1378,8 +1383,10 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	done := e.NewLabel("phase2_done")
 
 	// First pass: every first point.
+	// Its sums continue Phase 1's run of reductions: the first pass is
+	// straight-line code, and lands in the window on most rows.
 	counts := t.countMine(g.first[:])
-	tot, below := t.rowTotals(counts)
+	tot, below := t.rowTotals(counts, t.p1)
 	e.Add(t.iters, t.iters, ptx.Imm(1))
 	e.Mov(s.total, ptx.Imm(0xFFFFFFFF))
 	for i, p := range g.first {
@@ -1414,7 +1421,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 		e.Mov(s.thr, t.keyToFloat(tk))
 	})
 	e.Mov(s.mine, t.countMine([]ptx.Reg{s.thr})[0])
-	tot, below = t.rowTotals([]ptx.Reg{s.mine})
+	tot, below = t.rowTotals([]ptx.Reg{s.mine}, nil)
 	cnt := tot[0]
 	e.Mov(s.total, cnt)
 	if below != nil {
@@ -1515,7 +1522,9 @@ func (s *search) next(done ptx.Label) {
 func (t *topk) phase3Collect(v verdict) {
 	e := t.e
 	e.Comment("Phase 3: ballot-free candidate collection")
-	pos, ours := t.blockExclusiveScan(v.mine, t.sel.scratch)
+	// No closing barrier: the scan's scratch is next written in Phase 4,
+	// past the barrier after the walk.
+	pos, ours := t.blockScan(v.mine, t.sel.scratch)
 	e.Mov(t.ncand, v.total)
 	// One shared address walks this thread's slots: the index slot is at a
 	// fixed distance from the value slot.
