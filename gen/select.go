@@ -913,9 +913,15 @@ func (c *cta) rankSmall(r *radix) (k, i, bits, rank ptx.Reg) {
 	e.If(c.setp(ptx.LT, c.lane, r.sel.equal), func() {
 		e.Ld(ptx.SpaceShared, ptx.Vec{k, i, bits, pad}, c.smem.elem(r.sh.small, c.lane, 16))
 	})
-	// The 32 steps unrolled, so that their shuffles overlap.
+	// The steps unrolled, so that their shuffles overlap; those past the
+	// gathered entries (pads, after every real one) are left out, four at
+	// a time: they would add to no real entry's rank.
 	rank = c.constU32(0)
+	done := e.NewLabel("ranked")
 	for j := range warpSize {
+		if j > 0 && j%4 == 0 {
+			e.BraIf(c.setp(ptx.LE, r.sel.equal, ptx.Imm(int64(j))), done)
+		}
 		kj, ij := c.u32(), c.u32()
 		e.Shfl(ptx.ShflIdx, kj, k, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
 		e.Shfl(ptx.ShflIdx, ij, i, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
@@ -925,6 +931,7 @@ func (c *cta) rankSmall(r *radix) (k, i, bits, rank ptx.Reg) {
 		e.OrPred(before, before, same)
 		e.Guarded(before, func() { e.Add(rank, rank, ptx.Imm(1)) })
 	}
+	e.Place(done) // a pad's rank is r.sel.equal, as with every step taken
 	return k, i, bits, rank
 }
 
