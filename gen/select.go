@@ -256,7 +256,7 @@ func (c *cta) smallRanks(s stream, r *radix) ptx.Reg {
 type selectShared struct {
 	hist    [2]region // one u32 per bin; passes alternate between the two
 	scratch region    // one u32 per warp (block scans)
-	scalars region    // the found digit, count above it, count in it; smallSelect's counter
+	scalars region    // the found digit, count above it, count in it; gatherSmall's counter
 	small   region    // gatherSmall's (rank, index, bits) entries, one per lane
 	bins    int
 }
@@ -270,7 +270,7 @@ func (c *cta) clearSelect(sh selectShared) {
 	c.clearSmallCount(sh)
 }
 
-// clearSmallCount zeroes the counter smallSelect and smallRanks gather with.
+// clearSmallCount zeroes the counter gatherSmall and smallRanks gather with.
 func (c *cta) clearSmallCount(sh selectShared) {
 	e := c.e
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
