@@ -60,9 +60,11 @@
 //     sample's largest value (the first pass finds a candidate outside it,
 //     and the select then takes the exact span and starts over; 16-bit
 //     scores walk): after the first digit the K-th candidate's bin usually
-//     holds at most 32, which one warp ranks (counting as it goes what
-//     each thread selects, so the write needs no count pass; the first
-//     histogram is cleared before Phase 1, off its path); otherwise the other digits
+//     holds at most 32, which one warp ranks and writes after the
+//     candidates above that bin (those take the first slots in walk order,
+//     from one block scan), so the K-th element itself is never needed
+//     (the first histogram is cleared before Phase 1, off its path);
+//     otherwise the other digits
 //     follow and, if only some of the elements equal to the K-th key fit, a
 //     select on their inverted indices, so ties go to the lowest indices.
 //
