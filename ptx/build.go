@@ -729,6 +729,15 @@ func (e *Entry) CpAsyncBulk(dst, src Addr, size Operand, bar Addr) {
 	e.Emit("cp", []string{"async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes"}, dst, src, size, bar)
 }
 
+// CpAsyncBulkPrefetchL2 emits cp.async.bulk.prefetch.L2.global [src],
+// size (PTX 8.0, sm_90): a hint to bring size bytes of global memory from
+// src into L2, issued by one thread and carried out by the copy engine
+// with no register or barrier of the thread's. size is a multiple of 16,
+// src 16-byte aligned.
+func (e *Entry) CpAsyncBulkPrefetchL2(src Addr, size Operand) {
+	e.Emit("cp", []string{"async", "bulk", "prefetch", "L2", "global"}, src, size)
+}
+
 // StAsync emits st.async.shared::cluster.mbarrier::complete_tx::bytes (PTX
 // 8.1, sm_90): v (a Reg or a Vec of 2 or 4) of type t stored at addr, in
 // the shared memory of a CTA of the cluster (an address from Mapa), and

@@ -111,6 +111,8 @@ func TestClusterHelpers(t *testing.T) {
 	add("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[buf], [%rd0], 1024, [bar];")
 	e.CpAsyncBulk(ptx.At(rb, 16), ptx.At(g, 64), r, ptx.At(rb, 0))
 	add("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \t[%r1+16], [%rd0+64], %r0, [%r1];")
+	e.CpAsyncBulkPrefetchL2(ptx.At(g, 32), r)
+	add("cp.async.bulk.prefetch.L2.global \t[%rd0+32], %r0;")
 	e.StAsync(ptx.B32, ptx.At(rb, 8), r, ptx.At(rb, 0))
 	add("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 \t[%r1+8], %r0, [%r1];")
 	e.StAsync(ptx.U32, ptx.At(rb, 16), ptx.Vec{r, r, r, r}, ptx.At(rb, 0))

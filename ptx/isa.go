@@ -815,6 +815,18 @@ func cpSig(m *mods) (Sig, error) {
 	if _, ok := m.take("bulk"); !ok {
 		return s, fmt.Errorf("cp.async: only cp.async.bulk is supported")
 	}
+	if _, ok := m.take("prefetch"); ok {
+		// cp.async.bulk.prefetch.L2.global [src], size: a hint.
+		if _, ok := m.take("L2"); !ok {
+			return s, fmt.Errorf("cp.async.bulk.prefetch needs .L2")
+		}
+		if _, ok := m.take("global"); !ok {
+			return s, fmt.Errorf("cp.async.bulk.prefetch: only a .global source is supported")
+		}
+		s.Feature, s.PTX = FeatBulkCopy, v80
+		s.Args = []ArgSpec{addrIn(SpaceGlobal), read(U32)}
+		return s, nil
+	}
 	dst, ok := m.take("shared::cluster", "shared::cta")
 	if !ok {
 		return s, fmt.Errorf("cp.async.bulk needs a .shared::cluster or .shared::cta destination")

@@ -278,6 +278,46 @@ func TestBulkCopy(t *testing.T) {
 	}
 }
 
+// A bulk L2 prefetch is a hint: it changes nothing, but a size or an
+// address the hardware would reject, and bytes outside every allocation,
+// are faults.
+func TestBulkPrefetch(t *testing.T) {
+	for _, tc := range []struct {
+		off, size int64
+		kind      FaultKind
+		want      string
+	}{
+		{0, 256, 0, ""},
+		{16, 240, 0, ""},
+		{0, 0, FaultAlign, "a bulk prefetch of 0 bytes"},
+		{0, 24, FaultAlign, "a bulk prefetch of 24 bytes"},
+		{8, 16, FaultAlign, "must be aligned to 16 bytes"},
+		{16, 256, FaultMemory, "a bulk prefetch of 256 bytes from outside every allocation"},
+	} {
+		p := clusterKernel(t, 0, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
+			src := e.LdParam(e.Param("src", ptx.U64))
+			p := e.Pred()
+			e.Setp(p, ptx.EQ, tid, ptx.Imm(0))
+			e.If(p, func() {
+				e.CpAsyncBulkPrefetchL2(ptx.At(src, tc.off), ptx.Imm(tc.size))
+			})
+			storeAt(e, out, tid, tid)
+		})
+		mem := NewMemory()
+		src := mem.Alloc(256, 0)
+		out := mem.Alloc(4*32, 0)
+		args := mustArgs(t, p, "k", 32, 0).Set("out", out).Set("src", src)
+		_, err := p.Run(mem, Launch{Grid: [3]int{1}, Args: args, RaceCheck: true})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("prefetch of %d bytes at +%d: %v", tc.size, tc.off, err)
+			}
+			continue
+		}
+		wantFault(t, err, tc.kind, "cp.async.bulk.prefetch", tc.want)
+	}
+}
+
 // Planted bug 2: reading the copy's destination without waiting on its
 // mbarrier is reported as a race for every seed (the copy lands on memory
 // read after its issue); without the race detector the reads see stale

@@ -192,6 +192,10 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 		c.k.async = true
 		err = c.mbarrier(&ci, in, sig)
 	case "cp":
+		if slices.Contains(in.Mods, "prefetch") {
+			ci.fn, err = c.bulkPrefetch(&ci, in)
+			break
+		}
 		c.k.async = true
 		ci.fn, err = c.bulkCopy(&ci, in, sig)
 	case "elect":

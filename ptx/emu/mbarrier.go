@@ -324,6 +324,38 @@ func (c *compiler) bulkCopy(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error)
 	}, nil
 }
 
+// bulkPrefetch compiles cp.async.bulk.prefetch.L2.global [src], size: a
+// hint with nothing to do here, but held to what the hardware requires of
+// its operands (a positive multiple of 16 bytes, 16-byte aligned) and
+// faulting outside every allocation, so that a kernel's prefetch of the
+// wrong bytes shows.
+func (c *compiler) bulkPrefetch(ci *inst, in *ptx.Inst) (execFn, error) {
+	srcA, err := c.addr(in.Args[0])
+	if err != nil {
+		return nil, err
+	}
+	size, err := c.src(in.Args[1], ptx.U32)
+	if err != nil {
+		return nil, err
+	}
+	return func(w *warp, m uint32) *Fault {
+		for ; m != 0; m &= m - 1 {
+			l := bits.TrailingZeros32(m)
+			s, n := w.at(&srcA, l), int(w.v(size)[l])
+			if n == 0 || n%16 != 0 {
+				return w.fault(FaultAlign, ci, 1<<l, "a bulk prefetch of %d bytes: the size must be a positive multiple of 16", n)
+			}
+			if s%16 != 0 {
+				return w.fault(FaultAlign, ci, 1<<l, "a bulk prefetch from %#x: it must be aligned to 16 bytes", s)
+			}
+			if w.c.cl.ls.mem.find(s, n) == nil {
+				return w.addrFault(FaultMemory, ci, l, s, "a bulk prefetch of %d bytes from outside every allocation%s", n, w.c.cl.ls.mem.near(s))
+			}
+		}
+		return nil
+	}, nil
+}
+
 // what names cp's instruction for a fault.
 func (cp *bulkCopy) what() string {
 	switch {
