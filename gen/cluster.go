@@ -214,6 +214,7 @@ func (c *cta) startSlice(sh clusterShared, row, rowLen ptx.Reg, inits func(), be
 			e.Mad(dst, head, ptx.Imm(size), s.at)
 			e.CpAsyncBulk(ptx.At(dst, 0), ptx.At(src, 0), vecBytes, bar)
 		})
+		c.prefetchOver(s)
 	})
 	c.markAt(MarkSliceIssued)
 	if before != nil {
