@@ -479,7 +479,8 @@ func checkCluster(name string, cfg Config) error {
 // collects every CTA's candidates into the leader's (rank 0's) buffer;
 // Phase 4 runs in the leader alone, over shared memory, as in gvr_topk.
 // Rows longer than the cluster holds (Config.MaxN) are still exact: each
-// CTA walks the part of its slice that did not fit from global memory.
+// CTA walks the part of its slice that did not fit from global memory,
+// prefetched into L2 behind the slice's copy (overflow.go).
 
 // clusterPart is a cluster Top-K kernel's share of the row and how its
 // CTAs combine counts.

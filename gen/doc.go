@@ -21,7 +21,10 @@
 // block each; cmd/ptxgen prints any of them and golden/ keeps their text.
 //
 // Kernels run one CTA per row, or one thread-block cluster per row (the
-// cluster kernels, sm_90+, cluster.go), and are written from building
+// cluster kernels, sm_90+, cluster.go; a row longer than the cluster's
+// shared memory holds is exact too, the part of each slice that does not
+// fit read from global memory, prefetched into L2 behind the slice's copy:
+// overflow.go), and are written from building
 // blocks: Go
 // functions that emit code into the CTA under construction (cta.go), such as
 // warp and block reductions, a block-wide exclusive scan, a walk over a row
