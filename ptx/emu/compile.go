@@ -192,7 +192,7 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 		c.k.async = true
 		err = c.mbarrier(&ci, in, sig)
 	case "cp":
-		if slices.Contains(in.Mods, "prefetch") {
+		if has(in, "prefetch") {
 			ci.fn, err = c.bulkPrefetch(&ci, in)
 			break
 		}

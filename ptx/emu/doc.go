@@ -193,7 +193,10 @@
 // flight when every thread has exited land too): only then are its bytes
 // in shared memory, read from global memory as they are then, and its
 // bytes completed on the mbarrier. A thread that reads the destination
-// before waiting sees stale data. st.async.shared::cluster stores a
+// before waiting sees stale data. cp.async.bulk.prefetch.L2.global is a
+// hint and does nothing, but checks its operands as a bulk copy checks its
+// source (size a positive multiple of 16, 16-byte aligned, in bounds), so
+// a kernel that prefetches the wrong bytes faults. st.async.shared::cluster stores a
 // register's (or a vector's) bytes, taken at the issue, into the shared
 // memory of a CTA of the cluster the same way: aligned to its size, its
 // mbarrier in the destination's CTA, landing at a drawn point. Its
