@@ -221,13 +221,26 @@ func (c *cta) blockScan(v ptx.Reg, scratch region) (excl, total ptx.Reg) {
 // row must be aligned to the score size (any row is); it need not be
 // 16-byte aligned, and n need not be a multiple of the vector.
 func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	c.rowWalkGroups(row, n, unroll, visit, nil)
+}
+
+// rowWalkGroups is rowWalk, calling group (if not nil) after each group
+// of visits whose elements were loaded together (a step of the unrolled
+// loop, a remainder vector, the head's or the tail's element), in the
+// same block as they: work for the group as a whole, such as one branch
+// for what its elements rarely need.
+func (c *cta) rowWalkGroups(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg), group func()) {
 	e := c.e
+	if group == nil {
+		group = func() {}
+	}
 	T := int64(c.threads)
 	V := int64(c.perVec())
 
 	head := c.headElems(row, n)
 	e.If(c.setp(ptx.LT, c.tid, head), func() {
 		c.visitScalar(row, c.tid, visit)
+		group()
 	})
 
 	// Vectors start at row + size*head.
@@ -260,6 +273,7 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 			for u := range unroll {
 				c.visitVec(xs[u], head, vidx[u], visit)
 			}
+			group()
 			e.Add(i, i, ptx.Imm(int64(unroll)*T))
 		})
 	}
@@ -267,6 +281,7 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 	e.While(func() ptx.Pred { return c.setp(ptx.LT, i, nvec) }, func() {
 		x := c.loadVec(vrow, i)
 		c.visitVec(x, head, i, visit)
+		group()
 		e.Add(i, i, ptx.Imm(T))
 	})
 
@@ -279,6 +294,7 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 		j := c.u32()
 		e.Add(j, t0, c.tid)
 		c.visitScalar(row, j, visit)
+		group()
 	})
 }
 

@@ -292,6 +292,12 @@ func (c *cta) syncCluster() {
 // that did not fit, from global memory (rowWalk). The order is fixed, as
 // for rowWalk; idx gives the element's index in the row.
 func (c *cta) sliceWalk(s slice, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	c.heldWalk(s, visit)
+	c.overWalk(s, unroll, visit)
+}
+
+// heldWalk is sliceWalk's first part: the elements held in shared memory.
+func (c *cta) heldWalk(s slice, visit func(x ptx.Reg, idx func() ptx.Reg)) {
 	e := c.e
 	B := int64(c.threads)
 	at := func(j ptx.Reg) (ptx.Reg, func() ptx.Reg) {
@@ -326,18 +332,28 @@ func (c *cta) sliceWalk(s slice, unroll int, visit func(x ptx.Reg, idx func() pt
 	k := c.u32()
 	e.Add(k, full, c.tid)
 	e.For(k, k, s.held, ptx.Imm(B), func() { visit(at(k)) })
-	// What did not fit: elements lo+held onwards, from global memory.
+}
+
+// overWalk is sliceWalk's second part: what did not fit, elements
+// lo+held onwards, from global memory.
+func (c *cta) overWalk(s slice, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	c.overWalkGroups(s, unroll, visit, nil)
+}
+
+// overWalkGroups is overWalk with rowWalkGroups' group.
+func (c *cta) overWalkGroups(s slice, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg), group func()) {
+	e := c.e
 	rest := c.u32()
 	e.Sub(rest, s.n, s.held)
 	first := c.u32()
 	e.Add(first, s.lo, s.held)
-	c.rowWalk(s.over, rest, unroll, func(x ptx.Reg, idx func() ptx.Reg) {
+	c.rowWalkGroups(s.over, rest, unroll, func(x ptx.Reg, idx func() ptx.Reg) {
 		visit(x, func() ptx.Reg {
 			i := c.u32()
 			e.Add(i, first, idx())
 			return i
 		})
-	})
+	}, group)
 }
 
 // clusterSum adds every CTA's v (the same in all of a CTA's threads) into

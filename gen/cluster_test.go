@@ -221,6 +221,57 @@ func TestClusterTopKSameSearch(t *testing.T) {
 	}
 }
 
+// TestClusterTopKKeepOver: with KeepOver the cluster kernels keep the
+// elements of rows past MaxN that lie outside shared memory and at or
+// above Phase 2's lowest first point in Phase 4's histograms (one slot a
+// thread at 64 bins, four at 256: rows whose threads overflow them and
+// rows that fit), and later walks read them there: exact on the suite
+// under the race checker, on three schedules, and the same output as
+// without it. Only the cluster Top-K kernels take it.
+func TestClusterTopKKeepOver(t *testing.T) {
+	wide := cfgK16
+	wide.Bins = 256
+	for _, tc := range []struct {
+		base       gen.Config
+		C, maxN, n int
+		mbar       bool
+	}{{cfgK16, 2, 128, 300, false}, {cfgK16, 4, 256, 700, true}, {cfgK16, 2, 128, 1000, true},
+		{wide, 2, 128, 1000, true}, {wide, 4, 256, 700, false}, {wide, 2, 1024, 300, true}} {
+		cfg := tc.base
+		cfg.Cluster, cfg.MaxN, cfg.MbarrierRounds = tc.C, tc.maxN, tc.mbar
+		keep := cfg
+		keep.KeepOver = true
+		t.Run(fmt.Sprintf("C=%d/MaxN=%d/n=%d/bins=%d/mbarrier=%v", tc.C, tc.maxN, tc.n, cfg.Bins, tc.mbar), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.C), 79))
+			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
+			for _, name := range []string{"gvr_topk_cluster", "topk_fallback_cluster"} {
+				pb, kb := load(t, name, cfg)
+				pk, kk := load(t, name, keep)
+				modes := []string{"none"}
+				if name == "gvr_topk_cluster" {
+					modes = []string{"perfect", "random", "garbage"}
+				}
+				for _, mode := range modes {
+					if mode != "none" {
+						predict(r, cs, mode, cfg.K)
+					}
+					wi, wv, _ := launchSeed(t, pb, kb, cs, false, 0)
+					for seed := range uint64(3) {
+						idx, vals, _ := launchSeed(t, pk, kk, cs, true, seed)
+						checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, cfg.K, idx, vals)
+						if fmt.Sprint(idx, vals) != fmt.Sprint(wi, wv) {
+							t.Errorf("%s pred=%s seed %d: output differs from the kernel's without KeepOver", name, mode, seed)
+						}
+					}
+				}
+			}
+		})
+	}
+	if _, err := gen.Generate("gvr_topk", gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90, KeepOver: true}); err == nil {
+		t.Error("gvr_topk accepted KeepOver")
+	}
+}
+
 // TestClusterTopKMbarrierRounds: with MbarrierRounds the cluster kernels
 // combine each round through st.async stores completing on the receivers'
 // mbarriers and hand the candidates over through remote mbarrier

@@ -55,6 +55,16 @@ type Config struct {
 	// way, the other CTAs ending without waiting for it. The Selector's
 	// cluster kernels use it (topk.ChoiceConfig; perf notes 29, 36, 42).
 	MbarrierRounds bool
+	// KeepOver makes the cluster Top-K kernels keep, in Phase 2's first
+	// pass, the elements of a row longer than MaxN that lie outside the
+	// cluster's shared memory and at or above the lowest point it counts:
+	// a few a thread, in Phase 4's histograms (unused until then), so that
+	// later passes and Phase 3 read them there instead of walking that part
+	// of the row in global memory again. It pays where many rows read at
+	// once (batch 64 at 1M: -31%) and costs at batch 1 and in rows that fit
+	// (perf notes 79, 82), so the Selector takes it only where its table
+	// says (topk.Tuning.Keep).
+	KeepOver bool
 }
 
 // ScoreType is the element type of the score rows.
@@ -137,6 +147,9 @@ func (c Config) String() string {
 	}
 	if c.MbarrierRounds {
 		s += " MbarrierRounds"
+	}
+	if c.KeepOver {
+		s += " KeepOver"
 	}
 	return s
 }

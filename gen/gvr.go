@@ -99,6 +99,9 @@ type topk struct {
 	// part is a cluster kernel's share of the row (nil: one CTA per row,
 	// which walks the whole row in global memory).
 	part *clusterPart
+	// keep holds a cluster kernel's over elements past Phase 2's first
+	// pass (overflow.go; nil for one CTA per row).
+	keep *overKeep
 	// pred is a GVR kernel's prediction, its first indices loading from
 	// the kernel's start (nil: no prediction).
 	prediction *predFetch
@@ -217,6 +220,9 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	t.topkShared = newTopKShared(&t.smem.layout, cfg, withCand)
 	if cluster {
 		t.part = t.newClusterPart(cfg)
+		if cfg.KeepOver {
+			t.keep = t.newOverKeep()
+		}
 	}
 
 	r := t.rowID()
@@ -605,9 +611,10 @@ func (t *topk) body(phase1 func() guess) {
 			t.stamp(2)
 			e.IfElse(v.found, func() {
 				e.Mov(t.path, ptx.Imm(PathGVR))
-				t.phase3Collect(v)
+				cleared := t.phase3Collect(v)
 				t.stamp(3)
 				t.leaderOnly()
+				t.syncKept(cleared)
 				t.phase4Refine(v)
 			}, func() {
 				e.Mov(t.path, ptx.Imm(PathExact))
@@ -756,21 +763,34 @@ func (b *kthBound) add(k ptx.Reg) {
 	}
 }
 
-// walkMine visits this CTA's share of the row: the whole row in global
-// memory, or in a cluster kernel its slice (sliceWalk). Every pass walks it
-// in the same order, so a count from one pass tells where the next one's
-// elements go.
-func (t *topk) walkMine(visit func(x ptx.Reg, idx func() ptx.Reg)) {
+// walkMine visits this CTA's share of the row at or above thr (or NaN),
+// and maybe others: the whole row in global memory, or in a cluster kernel
+// its slice, the part that did not fit from where Phase 2's first pass
+// kept it where it can (walkOver). Every pass at the same threshold
+// visits the same elements per thread, in the same order, so a count from
+// one pass tells where the next one's elements go.
+func (t *topk) walkMine(thr ptx.Reg, visit func(x ptx.Reg, idx func() ptx.Reg)) {
 	if t.part == nil {
 		t.rowWalk(t.row, t.n, t.cfg.unroll(), visit)
 		return
 	}
-	t.sliceWalk(t.part.s, t.cfg.unroll(), visit)
+	t.heldWalk(t.part.s, visit)
+	t.walkOver(thr, visit)
 }
 
 // countMine counts this thread's elements of walkMine >= each of thrs (or
 // NaN).
-func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg { return t.countGEWalk(t.walkMine, thrs) }
+func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg {
+	least := thrs[0]
+	if t.keep != nil && len(thrs) > 1 {
+		least = t.f32()
+		t.e.Mov(least, thrs[0])
+		for _, x := range thrs[1:] {
+			t.e.Min(least, least, x)
+		}
+	}
+	return t.countGEWalk(func(visit func(x ptx.Reg, idx func() ptx.Reg)) { t.walkMine(least, visit) }, thrs)
+}
 
 // rowTotals adds each of vals (per-thread u32 counts) over the row: across
 // the CTA, and in a cluster kernel across the cluster. It returns the
@@ -1385,7 +1405,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	// First pass: every first point.
 	// Its sums continue Phase 1's run of reductions: the first pass is
 	// straight-line code, and lands in the window on most rows.
-	counts := t.countMine(g.first[:])
+	counts := t.countFirst(g.first[:])
 	tot, below := t.rowTotals(counts, t.p1)
 	e.Add(t.iters, t.iters, ptx.Imm(1))
 	e.Mov(s.total, ptx.Imm(0xFFFFFFFF))
@@ -1518,8 +1538,9 @@ func (s *search) next(done ptx.Label) {
 // copies them there after the candidates of the CTAs of lower rank
 // (v.below), a warp's stores to consecutive words, as distributed shared
 // memory takes them best (one thread's scattered run of remote stores
-// each measured slower).
-func (t *topk) phase3Collect(v verdict) {
+// each measured slower). cleared says whether clearKept cleared Phase 4's
+// first histogram, which then needs a barrier before Phase 4 (syncKept).
+func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	e := t.e
 	e.Comment("Phase 3: ballot-free candidate collection")
 	// No closing barrier: the scan's scratch is next written in Phase 4,
@@ -1532,7 +1553,7 @@ func (t *topk) phase3Collect(v verdict) {
 	e.Mad(a, pos, ptx.Imm(4), t.smem.base)
 	e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
-	t.walkMine(func(x ptx.Reg, idx func() ptx.Reg) {
+	t.walkMine(v.thr, func(x ptx.Reg, idx func() ptx.Reg) {
 		// Predicated, not branched: the pass streams like a counting pass.
 		// (One 8-byte store of value and index measured 60% slower on an
 		// H200 than these two.)
@@ -1544,8 +1565,9 @@ func (t *topk) phase3Collect(v verdict) {
 		})
 	})
 	t.sync()
+	cleared = t.clearKept()
 	if t.part == nil || t.part.size == 1 {
-		return
+		return cleared
 	}
 	// The leader's own are in place (v.below is 0 there); the others' go
 	// to [below, below+ours) of the leader's buffer: with mbarrier rounds
@@ -1595,6 +1617,7 @@ func (t *topk) phase3Collect(v verdict) {
 		})
 		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(hand, 0), ptx.Imm(0))
 	})
+	return cleared
 }
 
 // phase4Refine selects exactly K of v.total candidates: radix select on

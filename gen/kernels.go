@@ -81,6 +81,9 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	if cfg.MbarrierRounds && !(g.cluster && g.topk) {
 		return nil, fmt.Errorf("kernel %s (%v): MbarrierRounds is for the cluster Top-K kernels", name, cfg)
 	}
+	if cfg.KeepOver && !(g.cluster && g.topk) {
+		return nil, fmt.Errorf("kernel %s (%v): KeepOver is for the cluster Top-K kernels", name, cfg)
+	}
 	if cfg.Scores != Float32 && !g.topk {
 		return nil, fmt.Errorf("kernel %s (%v): Scores = %v is for the Top-K kernels; %s reads float32", name, cfg, cfg.Scores, name)
 	}

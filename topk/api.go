@@ -180,9 +180,12 @@ type Result struct {
 	Predicted bool
 	// Kernel is the kernel that ran (gvr_topk, topk_fallback,
 	// gvr_topk_cluster or topk_fallback_cluster), and Cluster, for the
-	// cluster kernels, how many CTAs took each row (0 otherwise).
-	Kernel  string
-	Cluster int
+	// cluster kernels, how many CTAs took each row (0 otherwise), and
+	// KeepOver whether it kept a long row's excess in shared memory
+	// (gen.Config.KeepOver).
+	Kernel   string
+	Cluster  int
+	KeepOver bool
 }
 
 // ReadIndices copies the Rows*K indices to the host, after the work queued

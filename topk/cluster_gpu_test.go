@@ -128,6 +128,18 @@ func TestAdversarialCluster(t *testing.T) {
 	cases = append(cases, clusterCase{C: 2, edit: mbar}, clusterCase{C: 8, edit: mbar}, clusterCase{C: 16, edit: mbar},
 		clusterCase{C: 8, maxN: 32768, edit: mbar},
 		clusterCase{C: 4, edit: func(c *gen.Config) { mbar(c); c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256 }})
+	// KeepOver: rows past MaxN keep the high elements of their excess in
+	// shared memory (four slots a thread at the defaults, two at 128
+	// threads and 256 bins), with and without mbarrier rounds.
+	keep := func(c *gen.Config) { c.KeepOver = true }
+	cases = append(cases, clusterCase{C: 8, maxN: 32768, edit: func(c *gen.Config) { mbar(c); keep(c) }},
+		clusterCase{C: 2, maxN: 20000, edit: keep},
+		clusterCase{C: 16, maxN: 65536, edit: func(c *gen.Config) { mbar(c); keep(c) }},
+		clusterCase{C: 4, maxN: 8192, edit: func(c *gen.Config) {
+			mbar(c)
+			keep(c)
+			c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256
+		}})
 	for _, cc := range cases {
 		cfg := base
 		cfg.Cluster, cfg.MaxN = cc.C, cc.maxN
@@ -138,9 +150,9 @@ func TestAdversarialCluster(t *testing.T) {
 			t.Logf("clusters of %d: not run (-gvr.max-cluster=%d)", cc.C, *maxCluster)
 			continue
 		}
-		t.Run(fmt.Sprintf("C=%d/MaxN=%d/K=%d/sorted=%v/mbarrier=%v", cc.C, cfg.MaxN, cfg.K, cfg.Sorted, cfg.MbarrierRounds), func(t *testing.T) {
+		t.Run(fmt.Sprintf("C=%d/MaxN=%d/K=%d/sorted=%v/mbarrier=%v/keep=%v", cc.C, cfg.MaxN, cfg.K, cfg.Sorted, cfg.MbarrierRounds, cfg.KeepOver), func(t *testing.T) {
 			single := cfg
-			single.Cluster, single.MaxN, single.MbarrierRounds = 0, 0, false
+			single.Cluster, single.MaxN, single.MbarrierRounds, single.KeepOver = 0, 0, false, false
 			var ks [3]*runtime.Kernel
 			var err error
 			if ks[0], err = Kernel(d, "topk_radix", single); err != nil {
@@ -192,10 +204,10 @@ func TestSelectorChoice(t *testing.T) {
 			for step := range 2 {
 				res, err := sel.Select(0, Batch{Scores: scores, Stride: n, Rows: rows, Lengths: lengths}, nil)
 				must(t, err)
-				name, c := Choice(d.Info(), rows, n, step == 1)
-				if res.Kernel != name || res.Cluster != c {
-					t.Errorf("rows %d, N %d, step %d: ran %s (cluster %d), Choice says %s (cluster %d)",
-						rows, n, step, res.Kernel, res.Cluster, name, c)
+				name, c, keep := Choice(d.Info(), rows, n, step == 1)
+				if res.Kernel != name || res.Cluster != c || res.KeepOver != keep {
+					t.Errorf("rows %d, N %d, step %d: ran %s (cluster %d, keep %v), Choice says %s (cluster %d, keep %v)",
+						rows, n, step, res.Kernel, res.Cluster, res.KeepOver, name, c, keep)
 				}
 				seen[fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)] = true
 				idx, vals := readResult(t, res)

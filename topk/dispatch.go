@@ -28,11 +28,13 @@ type device struct {
 	clusters bool // thread-block clusters (sm_90+)
 }
 
-// choice is a kernel and how many CTAs of a cluster take each row (0:
-// one CTA per row, the single-CTA kernel).
+// choice is a kernel, how many CTAs of a cluster take each row (0: one
+// CTA per row, the single-CTA kernel), and for a cluster kernel whether it
+// keeps a long row's excess in shared memory (gen.Config.KeepOver).
 type choice struct {
 	name    string
 	cluster int
+	keep    bool
 }
 
 // The kernels a Selector runs.
@@ -50,23 +52,23 @@ const (
 // Tuning (measured by gvrbench -tune, kept in tuning/ per GPU model), or
 // for a GPU without one from defaultCluster.
 func choose(s step) choice {
-	c := 0
+	c, keep := 0, false
 	if s.device.clusters {
 		if t := s.device.tuning; t != nil {
-			c = t.cluster(s.rows, s.n)
+			c, keep = t.cluster(s.rows, s.n)
 		} else {
 			c = defaultCluster(s)
 		}
 	}
 	switch {
 	case c > 0 && s.predicted:
-		return choice{kernelGVRCluster, c}
+		return choice{kernelGVRCluster, c, keep}
 	case c > 0:
-		return choice{kernelFallbackCluster, c}
+		return choice{kernelFallbackCluster, c, keep}
 	case s.predicted:
-		return choice{kernelGVR, 0}
+		return choice{kernelGVR, 0, false}
 	}
-	return choice{kernelFallback, 0}
+	return choice{kernelFallback, 0, false}
 }
 
 // defaultCluster is the rule for a GPU with clusters but no Tuning, from
@@ -83,11 +85,13 @@ func defaultCluster(s step) int {
 
 // Tuning is the kernel choice measured on one GPU model: Cluster[i][j] is
 // the cluster size of gvr_topk_cluster chosen for Batches[i] rows of Ns[j]
-// elements, or 0 for gvr_topk (one CTA per row), each from cold-L2 and
+// elements, or 0 for gvr_topk (one CTA per row), and Keep[i][j] (if Keep
+// is there) whether that cluster kernel keeps a long row's excess in
+// shared memory (gen.Config.KeepOver), each from cold-L2 and
 // graph-replayed medians in one gvrbench -tune run (MedianUS: the
 // choice's cold one). The choice is the fewest SMs whose worse mode (its
 // median over the fastest's, in the worse of the two) is within 2% of the
-// best (gvrbench's tuneMargin).
+// best (gvrbench's tuneMargin), without the keep where both are.
 type Tuning struct {
 	Device   string      `json:"device"`  // the GPU's name as the driver reports it
 	Command  string      `json:"command"` // the gvrbench command that measured it
@@ -95,16 +99,18 @@ type Tuning struct {
 	Batches  []int       `json:"batches"` // ascending
 	Ns       []int       `json:"ns"`      // ascending
 	Cluster  [][]int     `json:"cluster"`
+	Keep     [][]bool    `json:"keep,omitempty"` // nil: no keep anywhere
 	MedianUS [][]float64 `json:"median_us"`
 }
 
 // cluster is the measured choice for rows rows of n elements: that of the
 // smallest measured batch and row length at least as large (the largest
 // where none is).
-func (t *Tuning) cluster(rows, n int) int {
+func (t *Tuning) cluster(rows, n int) (c int, keep bool) {
 	i, _ := slices.BinarySearch(t.Batches, rows)
 	j, _ := slices.BinarySearch(t.Ns, n)
-	return t.Cluster[min(i, len(t.Batches)-1)][min(j, len(t.Ns)-1)]
+	i, j = min(i, len(t.Batches)-1), min(j, len(t.Ns)-1)
+	return t.Cluster[i][j], t.Keep != nil && t.Keep[i][j]
 }
 
 // Check reports what makes t unusable.
@@ -125,6 +131,19 @@ func (t *Tuning) Check() error {
 		for _, c := range row {
 			if c < 0 || c > 16 {
 				return fmt.Errorf("tuning for %s: cluster size %d", t.Device, c)
+			}
+		}
+	}
+	if t.Keep != nil && len(t.Keep) != len(t.Batches) {
+		return fmt.Errorf("tuning for %s: %d rows of keeps for %d batches", t.Device, len(t.Keep), len(t.Batches))
+	}
+	for i, row := range t.Keep {
+		if len(row) != len(t.Ns) {
+			return fmt.Errorf("tuning for %s: batch %d has %d keeps for %d row lengths", t.Device, t.Batches[i], len(row), len(t.Ns))
+		}
+		for j, k := range row {
+			if k && t.Cluster[i][j] == 0 {
+				return fmt.Errorf("tuning for %s: batch %d, N %d keeps without a cluster", t.Device, t.Batches[i], t.Ns[j])
 			}
 		}
 	}
@@ -160,10 +179,12 @@ var tunings = func() map[string]*Tuning {
 // cluster kernel, its rounds signalled by mbarriers instead of
 // barrier.cluster (gen.Config.MbarrierRounds: H100, 0.1-1.7 us faster in
 // every measured cell up to 256K, about 2% slower on the 1M rows a
-// cluster streams; perf notes 29, 36). gvrbench -tune measures these.
-func ChoiceConfig(kc gen.Config, cluster int) gen.Config {
+// cluster streams; perf notes 29, 36) and the keep if chosen
+// (gen.Config.KeepOver). gvrbench -tune measures these.
+func ChoiceConfig(kc gen.Config, cluster int, keep bool) gen.Config {
 	kc.Cluster = cluster
 	kc.MbarrierRounds = cluster > 0
+	kc.KeepOver = cluster > 0 && keep
 	return kc
 }
 
@@ -174,10 +195,11 @@ func TuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
 // Choice is the kernel a Selector picks for rows rows of at most n
 // elements on the device info describes, with a prediction (the layer's
 // previous step) or without: its name, and for a cluster kernel the
-// cluster size (0 otherwise).
-func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int) {
+// cluster size (0 otherwise) and whether it keeps a long row's excess in
+// shared memory (ChoiceConfig).
+func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int, keep bool) {
 	c := choose(step{rows: rows, n: n, predicted: predicted, device: deviceOf(info)})
-	return c.name, c.cluster
+	return c.name, c.cluster, c.keep
 }
 
 // deviceOf is what choose needs to know of the device info describes.

@@ -3,8 +3,9 @@ package topk
 import "testing"
 
 func TestChoose(t *testing.T) {
-	tuned := &Tuning{Device: "Test GPU", Batches: []int{1, 8, 64}, Ns: []int{8192, 65536, 262144},
-		Cluster: [][]int{{0, 8, 16}, {0, 8, 8}, {0, 0, 0}}}
+	tuned := &Tuning{Device: "Test GPU", Batches: []int{1, 8, 64}, Ns: []int{8192, 65536, 262144, 1 << 20},
+		Cluster: [][]int{{0, 8, 16, 16}, {0, 8, 8, 16}, {0, 0, 0, 8}},
+		Keep:    [][]bool{{false, false, false, false}, {false, false, false, true}, {false, false, false, true}}}
 	if err := tuned.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -16,23 +17,27 @@ func TestChoose(t *testing.T) {
 		want choice
 	}{
 		// The table: the smallest batch and N at least as large.
-		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8}},
-		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16}},
-		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16}},
-		{step{rows: 2, n: 262144, predicted: true, device: h}, choice{kernelGVRCluster, 8}},
-		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0}},
-		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0}},
-		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0}},
+		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8, false}},
+		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16, false}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, false}},
+		{step{rows: 1, n: 1 << 22, predicted: true, device: h}, choice{kernelGVRCluster, 16, false}},
+		// The keep where the table has it, for the fallback twin too.
+		{step{rows: 8, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, true}},
+		{step{rows: 64, n: 600000, device: h}, choice{kernelFallbackCluster, 8, true}},
+		{step{rows: 2, n: 262144, predicted: true, device: h}, choice{kernelGVRCluster, 8, false}},
+		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0, false}},
+		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false}},
+		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false}},
 		// No prediction: the fallback twins.
-		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8}},
-		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0}},
+		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8, false}},
+		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0, false}},
 		// No table: the rule.
-		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8}},
-		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0}},
-		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0}},
+		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8, false}},
+		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0, false}},
+		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0, false}},
 		// No clusters.
-		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0}},
-		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0, false}},
+		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0, false}},
 	} {
 		if got := choose(c.s); got != c.want {
 			t.Errorf("choose(%+v) = %v, want %v", c.s, got, c.want)
@@ -56,6 +61,9 @@ func TestTunings(t *testing.T) {
 		{Device: "x", Batches: []int{1}, Ns: []int{1, 2}, Cluster: [][]int{{0}}},
 		{Device: "x", Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{17}}},
 		{Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{0}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{0}}, Keep: [][]bool{{true}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1, 2}, Cluster: [][]int{{8, 8}}, Keep: [][]bool{{true}}},
+		{Device: "x", Batches: []int{1, 2}, Ns: []int{1}, Cluster: [][]int{{8}, {8}}, Keep: [][]bool{{true}}},
 	}
 	for _, tu := range bad {
 		if tu.Check() == nil {

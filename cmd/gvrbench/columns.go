@@ -39,23 +39,29 @@ func isFloor(name string) bool {
 // cgvr16, auto), then ".bf16" or ".f16" for rows of 16-bit scores (-scores)
 // and ".bf16/f32" for the same values stored as float32 (the fair float32
 // side: rounding makes ties, which cost time of their own),
-// "+pages" for the fused page-table output (-pages), or "+mbar" for a
+// "+pages" for the fused page-table output (-pages), "+mbar" for a
 // cluster Top-K kernel whose rounds signal with mbarriers
-// (-mbarrier-rounds: gen.Config.MbarrierRounds).
+// (-mbarrier-rounds: gen.Config.MbarrierRounds), then "+keep" for one
+// that keeps a long row's excess in shared memory (-keep-over:
+// gen.Config.KeepOver).
 type column struct {
 	kernel string     // gvr, cgvr16, auto...
 	scores topk.DType // the rows' score type
 	wide   bool       // the 16-bit rows' values stored as float32
 	pages  bool       // the kernel also writes the page-table output
 	mbar   bool       // MbarrierRounds
+	keep   bool       // KeepOver
 }
 
 func parseColumn(name string) column {
 	c := column{kernel: name}
-	if k, ok := strings.CutSuffix(name, "+pages"); ok {
+	if k, ok := strings.CutSuffix(name, "+keep"); ok {
+		c.kernel, c.keep = k, true
+	}
+	if k, ok := strings.CutSuffix(c.kernel, "+pages"); ok {
 		c.kernel, c.pages = k, true
 	}
-	if k, ok := strings.CutSuffix(name, "+mbar"); ok {
+	if k, ok := strings.CutSuffix(c.kernel, "+mbar"); ok {
 		c.kernel, c.mbar = k, true
 	}
 	if k, ok := strings.CutSuffix(c.kernel, "/f32"); ok {
@@ -79,17 +85,25 @@ func (c column) kernelScores() topk.DType {
 
 // columns expands the kernels into the table's columns: each kernel on
 // float32 rows, on rows of each 16-bit type, with the page-table output,
-// and a cluster Top-K kernel with mbarrier rounds; the floor kernels only
-// as they are.
-func columns(kernels []string, scores []topk.DType, pages, mbar bool) []string {
+// and a cluster Top-K kernel with mbarrier rounds and with the keep (each
+// of its plain and +mbar columns); the floor kernels only as they are.
+func columns(kernels []string, scores []topk.DType, pages, mbar, keep bool) []string {
 	var out []string
 	for _, k := range kernels {
 		out = append(out, k)
 		if isFloor(k) {
 			continue
 		}
-		if p, _ := clusterOf(k); mbar && p != "" {
-			out = append(out, k+"+mbar")
+		if p, _ := clusterOf(k); p != "" {
+			if keep {
+				out = append(out, k+"+keep")
+			}
+			if mbar {
+				out = append(out, k+"+mbar")
+			}
+			if mbar && keep {
+				out = append(out, k+"+mbar+keep")
+			}
 		}
 		for _, d := range scores {
 			if d != topk.Float32 {

@@ -53,6 +53,7 @@ type options struct {
 	scores         []topk.DType // -scores: the row types the kernels are timed on
 	pageSize       int          // -pages: with the fused page-table output of this page size (0: without)
 	mbar           bool         // -mbarrier-rounds: the cluster Top-K kernels with mbarrier rounds too
+	keep           bool         // -keep-over: and keeping a long row's excess in shared memory too
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -70,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
 	scores := fs.String("scores", "f32", "the score types the kernels are timed on, comma-separated (f32, f16, bf16): a 16-bit type adds a column per kernel (gvr.bf16), its rows the float32 rows rounded")
+	fs.BoolVar(&o.keep, "keep-over", false, "also time each cluster Top-K kernel (with -mbarrier-rounds: each +mbar one) keeping, in rows longer than its cluster holds, the high elements of the excess in shared memory (columns cgvr16+keep, cgvr16+mbar+keep; gen.Config.KeepOver); with -tune, the choice may take it")
 	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
@@ -156,7 +158,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.pageSize < 0 {
 		return fail(2, "-pages %d: want a page size, or 0", o.pageSize)
 	}
-	o.kernels = columns(o.kernels, o.scores, o.pageSize > 0, o.mbar)
+	o.kernels = columns(o.kernels, o.scores, o.pageSize > 0, o.mbar, o.keep)
 	for _, m := range strings.Split(*mode, ",") {
 		switch m {
 		case "cold":
@@ -179,10 +181,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.kernels = []string{"gvr"}
 		for _, c := range o.clusters {
 			k := fmt.Sprintf("cgvr%d", c)
-			if topk.ChoiceConfig(gen.Config{}, c).MbarrierRounds {
+			if topk.ChoiceConfig(gen.Config{}, c, false).MbarrierRounds {
 				k += "+mbar"
 			}
 			o.kernels = append(o.kernels, k)
+			if o.keep {
+				o.kernels = append(o.kernels, k+"+keep")
+			}
 		}
 		o.cold, o.hot, o.graph, o.phases = true, false, true, false
 	}
@@ -668,18 +673,19 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	col := parseColumn(name)
 	prefix, c := clusterOf(col.kernel)
 	var gname string
+	keep := col.keep
 	switch {
 	case c > 0:
 		gname = clusterKernels[prefix]
 	case col.kernel == "auto":
-		gname, c = topk.Choice(b.dev.Info(), batch, n, true)
+		gname, c, keep = topk.Choice(b.dev.Info(), batch, n, true)
 	default:
 		return b.kern[name], b.kern[name+"/instrumented"], nil
 	}
 	cfg := b.clusterConfig(prefix, c, n)
-	cfg.Scores, cfg.MbarrierRounds = col.kernelScores().ScoreType(), col.mbar
+	cfg.Scores, cfg.MbarrierRounds, cfg.KeepOver = col.kernelScores().ScoreType(), col.mbar, keep
 	if col.kernel == "auto" {
-		cfg = topk.ChoiceConfig(cfg, c) // the selector's kernel, as it generates it
+		cfg = topk.ChoiceConfig(cfg, c, keep) // the selector's kernel, as it generates it
 	}
 	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
 		return nil, nil, nil

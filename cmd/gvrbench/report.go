@@ -340,37 +340,54 @@ const tuneMargin = 0.02
 
 // tuning is the kernel choice rep measured (a -tune run): per batch and
 // N, the cluster size of a gvr_topk_cluster column (cgvrC), or 0 for
-// gvr_topk, by cold and graph-replayed medians under tuneMargin. The
-// table keeps the choice's cold median.
+// gvr_topk, and whether it keeps a long row's excess (a +keep column),
+// by cold and graph-replayed medians under tuneMargin: the fewest SMs, and
+// among the same SMs no keep before the keep. The table keeps the choice's
+// cold median, and a keep grid only where some cell takes it.
 func tuning(rep *Report) (*topk.Tuning, error) {
 	t := &topk.Tuning{Device: rep.Device.Name, Command: rep.Command, Date: rep.Start.Format("2006-01-02"),
 		Batches: rep.batches(), Ns: rep.ns()}
 	type option struct {
 		cluster     int // 0: gvr_topk
+		keep        bool
 		cold, graph float64
 	}
+	anyKeep := false
 	for _, b := range t.Batches {
 		var cs []int
+		var ks []bool
 		var us []float64
 		for _, n := range t.Ns {
-			opts := []option{{0, rep.median(b, n, "cold", "gvr"), rep.median(b, n, "graph", "gvr")}}
+			opts := []option{{0, false, rep.median(b, n, "cold", "gvr"), rep.median(b, n, "graph", "gvr")}}
 			if opts[0].cold <= 0 || opts[0].graph <= 0 {
 				return nil, fmt.Errorf("tuning: no cold and graph timings of gvr at batch %d, N %d", b, n)
 			}
 			for _, k := range rep.Kernels {
 				// gvr_topk_cluster on float32 rows writing indices only,
-				// with or without mbarrier rounds (-tune measures one).
+				// with or without mbarrier rounds (-tune measures one),
+				// with or without the keep.
 				col := parseColumn(k)
 				prefix, size := clusterOf(col.kernel)
 				if prefix != "cgvr" || col.scores != topk.Float32 || col.pages {
 					continue
 				}
-				o := option{size, rep.median(b, n, "cold", k), rep.median(b, n, "graph", k)}
+				o := option{size, col.keep, rep.median(b, n, "cold", k), rep.median(b, n, "graph", k)}
 				if o.cold > 0 && o.graph > 0 {
 					opts = append(opts, o)
 				}
 			}
-			slices.SortStableFunc(opts, func(a, b option) int { return a.cluster - b.cluster })
+			slices.SortStableFunc(opts, func(a, b option) int {
+				if a.cluster != b.cluster {
+					return a.cluster - b.cluster
+				}
+				if a.keep == b.keep {
+					return 0
+				}
+				if a.keep {
+					return 1
+				}
+				return -1
+			})
 			fastCold, fastGraph := math.Inf(1), math.Inf(1)
 			for _, o := range opts {
 				fastCold, fastGraph = min(fastCold, o.cold), min(fastGraph, o.graph)
@@ -381,9 +398,13 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				least = min(least, worse(o))
 			}
 			best := opts[slices.IndexFunc(opts, func(o option) bool { return worse(o) <= least*(1+tuneMargin) })]
-			cs, us = append(cs, best.cluster), append(us, math.Round(best.cold*10)/10)
+			cs, ks, us = append(cs, best.cluster), append(ks, best.keep), append(us, math.Round(best.cold*10)/10)
+			anyKeep = anyKeep || best.keep
 		}
-		t.Cluster, t.MedianUS = append(t.Cluster, cs), append(t.MedianUS, us)
+		t.Cluster, t.Keep, t.MedianUS = append(t.Cluster, cs), append(t.Keep, ks), append(t.MedianUS, us)
+	}
+	if !anyKeep {
+		t.Keep = nil
 	}
 	return t, t.Check()
 }
@@ -438,8 +459,11 @@ func writeTuningFile(path string, t *topk.Tuning) error {
 	w.WriteString("{\n")
 	err = errors.Join(field("device", t.Device, false), field("command", t.Command, false), field("date", t.Date, false),
 		field("batches", t.Batches, false), field("ns", t.Ns, false),
-		grid("cluster", len(t.Cluster), func(i int) any { return t.Cluster[i] }, false),
-		grid("median_us", len(t.MedianUS), func(i int) any { return t.MedianUS[i] }, true))
+		grid("cluster", len(t.Cluster), func(i int) any { return t.Cluster[i] }, false))
+	if t.Keep != nil {
+		err = errors.Join(err, grid("keep", len(t.Keep), func(i int) any { return t.Keep[i] }, false))
+	}
+	err = errors.Join(err, grid("median_us", len(t.MedianUS), func(i int) any { return t.MedianUS[i] }, true))
 	if err != nil {
 		return err
 	}

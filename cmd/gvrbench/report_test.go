@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +203,45 @@ func TestTuning(t *testing.T) {
 	if tm, err := tuning(&m); err != nil || fmt.Sprint(tm.Cluster) != fmt.Sprint(want) {
 		t.Errorf("tuning with mbarrier rounds: %v, %v; want %v", tm, err, want)
 	}
+	// With the keep (-tune -keep-over): a +keep column is taken where it
+	// beats its cluster size without the keep by more than the margin,
+	// not where it is within it; the table then has a keep grid.
+	kp := m
+	kp.Kernels = append(slices.Clone(m.Kernels), "cgvr8+mbar+keep", "cgvr16+mbar+keep")
+	kp.Timings = slices.Clone(m.Timings)
+	for _, tm := range m.Timings {
+		if tm.Kernel == "cgvr8+mbar" || tm.Kernel == "cgvr16+mbar" {
+			tm.Kernel += "+keep"
+			switch {
+			case tm.Batch == 64 && tm.N == 262144 && tm.Kernel == "cgvr8+mbar+keep":
+				tm.MedianUS *= 0.7 // the keep's gain at batch 64
+			case tm.Batch == 1 && tm.N == 262144 && tm.Kernel == "cgvr16+mbar+keep":
+				tm.MedianUS *= 0.99 // within the margin
+			default:
+				tm.MedianUS *= 1.1
+			}
+			kp.Timings = append(kp.Timings, tm)
+		}
+	}
+	tk, err := tuning(&kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKeep := [][]bool{{false, false, false}, {false, false, false}, {false, false, true}}
+	if fmt.Sprint(tk.Cluster) != fmt.Sprint(want) || fmt.Sprint(tk.Keep) != fmt.Sprint(wantKeep) || tk.MedianUS[2][2] != 42.3 {
+		t.Errorf("tuning with the keep: cluster %v keep %v medians %v; want %v, %v", tk.Cluster, tk.Keep, tk.MedianUS, want, wantKeep)
+	}
+	if err := writeTuningFile(path, tk); err != nil {
+		t.Fatal(err)
+	}
+	raw, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back = topk.Tuning{}
+	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(*tk) {
+		t.Errorf("read back %+v (%v), wrote %+v", back, err, *tk)
+	}
 	r.Timings = r.Timings[2:] // no gvr at batch 1, N 8192
 	if _, err := tuning(r); err == nil {
 		t.Error("tuning without a gvr timing: no error")
@@ -244,19 +284,26 @@ func TestCharts(t *testing.T) {
 
 // The columns of -scores and -pages, and how their names read back.
 func TestColumns(t *testing.T) {
-	got := columns([]string{"gvr", "floor8", "cgvr8"}, []topk.DType{topk.Float32, topk.BFloat16, topk.Float16}, true, true)
+	got := columns([]string{"gvr", "floor8", "cgvr8"}, []topk.DType{topk.Float32, topk.BFloat16, topk.Float16}, true, true, false)
 	want := []string{"gvr", "gvr.bf16", "gvr.bf16/f32", "gvr.f16", "gvr.f16/f32", "gvr+pages", "floor8", "cgvr8", "cgvr8+mbar",
 		"cgvr8.bf16", "cgvr8.bf16/f32", "cgvr8.f16", "cgvr8.f16/f32", "cgvr8+pages"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("columns: %v, want %v", got, want)
 	}
+	got = columns([]string{"gvr", "cgvr16"}, nil, false, true, true)
+	want = []string{"gvr", "cgvr16", "cgvr16+keep", "cgvr16+mbar", "cgvr16+mbar+keep"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("columns with the keep: %v, want %v", got, want)
+	}
 	for name, c := range map[string]column{
-		"gvr":          {kernel: "gvr"},
-		"cgvr16.bf16":  {kernel: "cgvr16", scores: topk.BFloat16},
-		"auto.f16":     {kernel: "auto", scores: topk.Float16},
-		"auto+pages":   {kernel: "auto", pages: true},
-		"cgvr8+mbar":   {kernel: "cgvr8", mbar: true},
-		"gvr.bf16/f32": {kernel: "gvr", scores: topk.BFloat16, wide: true},
+		"gvr":             {kernel: "gvr"},
+		"cgvr16.bf16":     {kernel: "cgvr16", scores: topk.BFloat16},
+		"auto.f16":        {kernel: "auto", scores: topk.Float16},
+		"auto+pages":      {kernel: "auto", pages: true},
+		"cgvr8+mbar":      {kernel: "cgvr8", mbar: true},
+		"cgvr8+keep":      {kernel: "cgvr8", keep: true},
+		"cgvr8+mbar+keep": {kernel: "cgvr8", mbar: true, keep: true},
+		"gvr.bf16/f32":    {kernel: "gvr", scores: topk.BFloat16, wide: true},
 	} {
 		if got := parseColumn(name); got != c {
 			t.Errorf("parseColumn(%q) = %+v, want %+v", name, got, c)
