@@ -342,8 +342,10 @@ const tuneMargin = 0.02
 // N, the cluster size of a gvr_topk_cluster column (cgvrC), or 0 for
 // gvr_topk, and whether it keeps a long row's excess (a +keep column),
 // by cold and graph-replayed medians under tuneMargin: the fewest SMs, and
-// among the same SMs no keep before the keep. The table keeps the choice's
-// cold median, and a keep grid only where some cell takes it.
+// among the same SMs no keep before the keep, which counts only where it
+// beats its cluster size without it by more than the margin in both
+// modes. The table keeps the choice's cold median, and a keep grid only
+// where some cell takes it.
 func tuning(rep *Report) (*topk.Tuning, error) {
 	t := &topk.Tuning{Device: rep.Device.Name, Command: rep.Command, Date: rep.Start.Format("2006-01-02"),
 		Batches: rep.batches(), Ns: rep.ns()}
@@ -376,6 +378,16 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 					opts = append(opts, o)
 				}
 			}
+			// The keep only where it beats its cluster size without it by
+			// more than the margin in both modes: in rows that fit the
+			// cluster it keeps nothing, and a difference there is noise.
+			opts = slices.DeleteFunc(opts, func(o option) bool {
+				if !o.keep {
+					return false
+				}
+				i := slices.IndexFunc(opts, func(p option) bool { return p.cluster == o.cluster && !p.keep })
+				return i >= 0 && (o.cold*(1+tuneMargin) >= opts[i].cold || o.graph*(1+tuneMargin) >= opts[i].graph)
+			})
 			slices.SortStableFunc(opts, func(a, b option) int {
 				if a.cluster != b.cluster {
 					return a.cluster - b.cluster

@@ -54,7 +54,7 @@ type Params struct {
 	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
 	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
 	Pred    uint8  // gvr_topk's prediction: Preds[Pred % len(Preds)]
-	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63) and MbarrierRounds (bit 55)
+	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55) and KeepOver (bit 54)
 }
 
 // Args are p's fields in order: the arguments of a fuzz function that
@@ -144,13 +144,14 @@ func (p Params) Case(maxN int) (Case, error) {
 	cluster := gen.IsClusterKernel(kernel)
 	if cluster {
 		// sm_90 or sm_100; clusters of 1 to 8 CTAs; the rounds signalled
-		// either way; and, one time in two, a MaxN that makes part of the
-		// row stay in global memory.
+		// either way; with the keep or without; and, one time in two, a
+		// MaxN that makes part of the row stay in global memory.
 		if !cfg.Target.Has(ptx.FeatCluster) {
 			cfg.Target = []ptx.Target{ptx.SM90, ptx.SM100}[p.Target&1]
 		}
 		cfg.Cluster = 1 << (p.Flags >> 6)
 		cfg.MbarrierRounds = p.Seed>>55&1 != 0
+		cfg.KeepOver = p.Seed>>54&1 != 0
 	}
 	if cfg.Validate() != nil {
 		cfg.MaxCandidates = K
