@@ -23,10 +23,11 @@
 // Kernels run one CTA per row, or one thread-block cluster per row (the
 // cluster kernels, sm_90+, cluster.go; a row longer than the cluster's
 // shared memory holds is exact too, the part of each slice that does not
-// fit read from global memory, prefetched into L2 behind the slice's copy:
-// overflow.go), and are written from building
-// blocks: Go
-// functions that emit code into the CTA under construction (cta.go), such as
+// fit read from global memory, prefetched into L2 behind the slice's copy,
+// and with Config.KeepOver its high elements kept in shared memory by
+// Phase 2's first pass for the later walks: overflow.go), and are written
+// from building blocks: Go functions that emit code into the CTA under
+// construction (cta.go), such as
 // warp and block reductions, a block-wide exclusive scan, a walk over a row
 // with 16-byte vector loads that copes with unaligned rows and any length,
 // a count of elements at or above a threshold, the float-to-key mapping of

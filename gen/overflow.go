@@ -11,11 +11,16 @@ import "github.com/gvr-go/gvr/ptx"
 //   - The slice's copy is followed by a bulk prefetch of the over part
 //     into L2 (prefetchOver), so that Phase 2's first walk of it finds it
 //     there rather than in HBM.
-//   - That first walk keeps the over elements at or above the lowest point
-//     it counts in shared memory (overKeep): about as many as the
-//     candidates there, a few per thread. Each later pass at a threshold
-//     at or above that point, and Phase 3, walks them instead of the over
-//     part.
+//   - With Config.KeepOver, that first walk keeps the over elements at or
+//     above the lowest point it counts in shared memory (overKeep): about
+//     as many as the candidates there, a few per thread. Each later pass
+//     at a threshold at or above that point, and Phase 3, walks them
+//     instead of the over part. It pays where many rows read their over
+//     parts at once (batch 16-64 at 1M: -20 to -31% with C = 8), and costs
+//     at batch 1 (+5 to +11%; the synthetic rows' over candidates sit in
+//     one CTA's slice, whose threads overflow their slots) and, with C =
+//     16, in rows that fit (+10%: the added code), so the Selector takes
+//     it only where its table says (perf notes 79, 83).
 
 // prefetchMax is the most bytes one bulk prefetch asks for.
 const prefetchMax = 64 << 10

@@ -22,7 +22,10 @@
 // page size P (columns gvr+pages, checked slot by slot), and with
 // -mbarrier-rounds each cluster Top-K kernel with its rounds signalled by
 // mbarriers instead of barrier.cluster (columns cgvr16+mbar; the auto column
-// and -tune time the selector's kernels, which do: topk.ChoiceConfig),
+// and -tune time the selector's kernels, which do: topk.ChoiceConfig), and
+// with -keep-over each cluster Top-K kernel keeping a long row's excess in
+// shared memory (columns cgvr16+keep, cgvr16+mbar+keep: gen.Config.KeepOver;
+// with -tune the table may choose it),
 //
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time
@@ -44,7 +47,7 @@
 //	gvrbench -kernels gvr,auto,floor -cluster 16 -mode cold,warm,graph
 //	gvrbench -kernels auto -scores f32,bf16,f16 -pages 64   what 16-bit rows save and the fused
 //	                                  page-table output costs, beside the plain kernel
-//	gvrbench -tune h100.json -cluster 2,4,8,16 -batch 1,2,4,8,16,32,64 -n 8192,...,1048576
+//	gvrbench -tune h100.json -cluster 2,4,8,16 -batch 1,2,4,8,16,32,64 -n 8192,...,2097152 -keep-over
 //	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU)
 //	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector
 //	gvrbench -trace x.npy             replay a saved decode trace (topk.LoadTrace)
