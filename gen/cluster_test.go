@@ -221,6 +221,32 @@ func TestClusterTopKSameSearch(t *testing.T) {
 	}
 }
 
+// checkVariant runs a cluster kernel's variant (p, k) on cs (gvr_topk_cluster
+// with every prediction mode but partial) under the race checker on three
+// schedules: exact, and the same output as the kernel it varies (pb, kb),
+// which against names.
+func checkVariant(t *testing.T, r *rand.Rand, cs []testCase, name string, pb *emu.Program, kb *gen.Kernel, p *emu.Program, k *gen.Kernel, against string) {
+	t.Helper()
+	K := k.Config.K
+	modes := []string{"none"}
+	if name == "gvr_topk_cluster" {
+		modes = []string{"perfect", "random", "garbage"}
+	}
+	for _, mode := range modes {
+		if mode != "none" {
+			predict(r, cs, mode, K)
+		}
+		wi, wv, _ := launchSeed(t, pb, kb, cs, false, 0)
+		for seed := range uint64(3) {
+			idx, vals, _ := launchSeed(t, p, k, cs, true, seed)
+			checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, K, idx, vals)
+			if fmt.Sprint(idx, vals) != fmt.Sprint(wi, wv) {
+				t.Errorf("%s pred=%s seed %d: output differs from %s", name, mode, seed, against)
+			}
+		}
+	}
+}
+
 // TestClusterTopKKeepOver: with KeepOver the cluster kernels keep the
 // elements of rows past MaxN that lie outside shared memory and at or
 // above Phase 2's lowest first point in Phase 4's histograms (one slot a
@@ -247,23 +273,7 @@ func TestClusterTopKKeepOver(t *testing.T) {
 			for _, name := range []string{"gvr_topk_cluster", "topk_fallback_cluster"} {
 				pb, kb := load(t, name, cfg)
 				pk, kk := load(t, name, keep)
-				modes := []string{"none"}
-				if name == "gvr_topk_cluster" {
-					modes = []string{"perfect", "random", "garbage"}
-				}
-				for _, mode := range modes {
-					if mode != "none" {
-						predict(r, cs, mode, cfg.K)
-					}
-					wi, wv, _ := launchSeed(t, pb, kb, cs, false, 0)
-					for seed := range uint64(3) {
-						idx, vals, _ := launchSeed(t, pk, kk, cs, true, seed)
-						checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, cfg.K, idx, vals)
-						if fmt.Sprint(idx, vals) != fmt.Sprint(wi, wv) {
-							t.Errorf("%s pred=%s seed %d: output differs from the kernel's without KeepOver", name, mode, seed)
-						}
-					}
-				}
+				checkVariant(t, r, cs, name, pb, kb, pk, kk, "the kernel's without KeepOver")
 			}
 		})
 	}
@@ -297,23 +307,7 @@ func TestClusterTopKMbarrierRounds(t *testing.T) {
 				if n := strings.Count(km.PTX(), "barrier.cluster.wait"); n != want {
 					t.Errorf("%s with MbarrierRounds: %d barrier.cluster.wait, want %d", name, n, want)
 				}
-				modes := []string{"none"}
-				if name == "gvr_topk_cluster" {
-					modes = []string{"perfect", "random", "garbage"}
-				}
-				for _, mode := range modes {
-					if mode != "none" {
-						predict(r, cs, mode, cfg.K)
-					}
-					wi, wv, _ := launchSeed(t, pb, kb, cs, false, 0)
-					for seed := range uint64(3) {
-						idx, vals, _ := launchSeed(t, pm, km, cs, true, seed)
-						checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, cfg.K, idx, vals)
-						if fmt.Sprint(idx, vals) != fmt.Sprint(wi, wv) {
-							t.Errorf("%s pred=%s seed %d: output differs from the barrier.cluster kernel's", name, mode, seed)
-						}
-					}
-				}
+				checkVariant(t, r, cs, name, pb, kb, pm, km, "the barrier.cluster kernel's")
 			}
 		})
 	}
