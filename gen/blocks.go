@@ -225,31 +225,23 @@ func (c *cta) rowWalk(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, 
 }
 
 // rowWalkGroups is rowWalk, calling group (if not nil) after each group
-// of visits whose elements were loaded together (a step of the unrolled
-// loop, a remainder vector, the head's or the tail's element), in the
-// same block as they: work for the group as a whole, such as one branch
-// for what its elements rarely need.
-func (c *cta) rowWalkGroups(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg), group func()) {
+// of visits whose elements were loaded together, in the same block as
+// they: a step of the unrolled loop or a remainder vector, with the
+// vectors' indices (vecsFrom's), or the head's or the tail's element,
+// with none. Work for the group as a whole, such as what its elements
+// rarely need, goes there.
+func (c *cta) rowWalkGroups(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg), group func(vidx []ptx.Reg)) {
 	e := c.e
 	if group == nil {
-		group = func() {}
+		group = func([]ptx.Reg) {}
 	}
 	T := int64(c.threads)
-	V := int64(c.perVec())
-
 	head := c.headElems(row, n)
 	e.If(c.setp(ptx.LT, c.tid, head), func() {
 		c.visitScalar(row, c.tid, visit)
-		group()
+		group(nil)
 	})
-
-	// Vectors start at row + size*head.
-	nvec := c.u32()
-	e.Sub(nvec, n, head)
-	e.Shr(nvec, nvec, ptx.Imm(log2(V)))
-	vrow := c.u64()
-	e.MulWide(vrow, head, ptx.Imm(int64(c.size())))
-	e.Add(vrow, vrow, row)
+	v := c.vecsFrom(row, n, head)
 
 	i := c.u32()
 	e.Mov(i, c.tid)
@@ -258,7 +250,7 @@ func (c *cta) rowWalkGroups(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx
 		last := c.u32()
 		e.While(func() ptx.Pred {
 			e.Add(last, i, ptx.Imm(int64(unroll-1)*T))
-			return c.setp(ptx.LT, last, nvec)
+			return c.setp(ptx.LT, last, v.nvec)
 		}, func() {
 			xs := make([]ptx.Vec, unroll)
 			vidx := make([]ptx.Reg, unroll)
@@ -268,33 +260,59 @@ func (c *cta) rowWalkGroups(row ptx.Reg, n ptx.Reg, unroll int, visit func(x ptx
 					vidx[u] = c.u32()
 					e.Add(vidx[u], i, ptx.Imm(int64(u)*T))
 				}
-				xs[u] = c.loadVec(vrow, vidx[u])
+				xs[u] = c.loadVec(v.vrow, vidx[u])
 			}
 			for u := range unroll {
-				c.visitVec(xs[u], head, vidx[u], visit)
+				c.visitVec(xs[u], v.head, vidx[u], visit)
 			}
-			group()
+			group(vidx)
 			e.Add(i, i, ptx.Imm(int64(unroll)*T))
 		})
 	}
 	// Remainder: one vector at a time.
-	e.While(func() ptx.Pred { return c.setp(ptx.LT, i, nvec) }, func() {
-		x := c.loadVec(vrow, i)
-		c.visitVec(x, head, i, visit)
-		group()
+	e.While(func() ptx.Pred { return c.setp(ptx.LT, i, v.nvec) }, func() {
+		x := c.loadVec(v.vrow, i)
+		c.visitVec(x, v.head, i, visit)
+		group([]ptx.Reg{i})
 		e.Add(i, i, ptx.Imm(T))
 	})
+	c.visitTail(row, n, v, func(x ptx.Reg, idx func() ptx.Reg) {
+		visit(x, idx)
+		group(nil)
+	})
+}
 
-	// Tail: the last (n-head) mod V elements, one per thread.
+// vecs is how a walk splits n scores at a global address into 16-byte
+// vectors: head scores before the first 16-byte boundary, then nvec
+// vectors from vrow, then the tail.
+type vecs struct {
+	head, nvec, vrow ptx.Reg
+}
+
+// vecsFrom splits the n scores at global address row, head of them
+// before the first 16-byte boundary (headElems), as rowWalk does.
+func (c *cta) vecsFrom(row, n, head ptx.Reg) vecs {
+	e := c.e
+	v := vecs{head: head, nvec: c.u32(), vrow: c.u64()}
+	e.Sub(v.nvec, n, v.head)
+	e.Shr(v.nvec, v.nvec, ptx.Imm(log2(int64(c.perVec()))))
+	e.MulWide(v.vrow, v.head, ptx.Imm(int64(c.size())))
+	e.Add(v.vrow, v.vrow, row)
+	return v
+}
+
+// visitTail visits the tail of the n scores at row that v splits, the
+// last (n-head) mod perVec, one a thread.
+func (c *cta) visitTail(row, n ptx.Reg, v vecs, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	e := c.e
 	t0 := c.u32()
-	e.Mad(t0, nvec, ptx.Imm(V), head)
+	e.Mad(t0, v.nvec, ptx.Imm(int64(c.perVec())), v.head)
 	rem := c.u32()
 	e.Sub(rem, n, t0)
 	e.If(c.setp(ptx.LT, c.tid, rem), func() {
 		j := c.u32()
 		e.Add(j, t0, c.tid)
 		c.visitScalar(row, j, visit)
-		group()
 	})
 }
 
@@ -331,12 +349,22 @@ func (c *cta) visitScalar(row, j ptx.Reg, visit func(ptx.Reg, func() ptx.Reg)) {
 
 // loadVec loads vector v of the vectors at global address vrow.
 func (c *cta) loadVec(vrow, v ptx.Reg) ptx.Vec {
+	return c.loadVecIf(ptx.Pred{}, vrow, v)
+}
+
+// loadVecIf is loadVec in the threads where p holds (every thread for the
+// zero Pred); elsewhere the vector is undefined.
+func (c *cta) loadVecIf(p ptx.Pred, vrow, v ptx.Reg) ptx.Vec {
 	e := c.e
 	a := c.u64()
 	e.MulWide(a, v, ptx.Imm(16))
 	e.Add(a, a, vrow)
 	x := c.newVec()
-	e.LdNC(x, ptx.At(a, 0))
+	if p == (ptx.Pred{}) {
+		e.LdNC(x, ptx.At(a, 0))
+	} else {
+		e.Guarded(p, func() { e.LdNC(x, ptx.At(a, 0)) })
+	}
 	return x
 }
 

@@ -341,19 +341,26 @@ func (c *cta) overWalk(s slice, unroll int, visit func(x ptx.Reg, idx func() ptx
 }
 
 // overWalkGroups is overWalk with rowWalkGroups' group.
-func (c *cta) overWalkGroups(s slice, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg), group func()) {
+func (c *cta) overWalkGroups(s slice, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg), group func(vidx []ptx.Reg)) {
+	rest, inRow := c.overPart(s, visit)
+	c.rowWalkGroups(s.over, rest, unroll, inRow, group)
+}
+
+// overPart is s's over part: its length, and visit with the part's
+// indices made the row's.
+func (c *cta) overPart(s slice, visit func(x ptx.Reg, idx func() ptx.Reg)) (rest ptx.Reg, inRow func(x ptx.Reg, idx func() ptx.Reg)) {
 	e := c.e
-	rest := c.u32()
+	rest = c.u32()
 	e.Sub(rest, s.n, s.held)
 	first := c.u32()
 	e.Add(first, s.lo, s.held)
-	c.rowWalkGroups(s.over, rest, unroll, func(x ptx.Reg, idx func() ptx.Reg) {
+	return rest, func(x ptx.Reg, idx func() ptx.Reg) {
 		visit(x, func() ptx.Reg {
 			i := c.u32()
 			e.Add(i, first, idx())
 			return i
 		})
-	}, group)
+	}
 }
 
 // clusterSum adds every CTA's v (the same in all of a CTA's threads) into

@@ -52,41 +52,52 @@ func (c *cta) prefetchOver(s slice) {
 	})
 }
 
-// overKeep is where a cluster Top-K kernel keeps the over elements of
-// its slice that Phase 2's first pass finds at or above the lowest point
-// it counts (low): in Phase 4's two histograms, unused until then, a
-// thread's j-th kept element in word j*threads + tid of each (its float
-// bits in the first, its index in the second). A thread keeps the ones
-// its own walk visits, in walk order, while it has slots; a walk at a
-// threshold at or above low then visits, in each thread that lost none,
-// the kept ones instead of its over part: the same elements at or above
-// the threshold per thread, in a fixed order (Phase 3's positions come
-// from the last pass's per-thread counts, whichever each walked). A
-// thread that had more than its slots walks its over part as before.
+// overKeep is where a cluster Top-K kernel keeps the vectors of its
+// slice's over part in which Phase 2's first pass finds an element at or
+// above the lowest point it counts (low): their indices, in Phase 4's two
+// histograms (contiguous, unused until then), a thread's j-th kept vector
+// in word j*threads + tid. A thread keeps the ones its own walk visits, in
+// walk order, while it has slots; a walk at a threshold at or above low
+// then visits, in each thread that lost none, the part's head and tail
+// elements and its kept vectors, loaded again from global memory (L2),
+// instead of the whole part: the same elements at or above the threshold
+// per thread, in the same order (Phase 3's positions come from the last
+// pass's per-thread counts, whichever each walked). A thread that had more
+// than its slots walks its over part as before. A thread's vectors are a
+// block of the threads' width apart, so a run of high elements, as the
+// synthetic rows have, gives each thread about one (keeping the elements
+// themselves, four slots a thread overflowed: perf notes 79).
 type overKeep struct {
-	bits, idx region  // the slots
-	per       int     // slots a thread
-	n         ptx.Reg // u32: this thread's over elements at or above low
-	low       ptx.Reg // f32: the first pass's lowest point
+	slots region
+	per   int     // slots a thread
+	n     ptx.Reg // u32: this thread's over vectors with an element at or above low
+	low   ptx.Reg // f32: the first pass's lowest point
 }
+
+// keepGroup is how many kept vectors a thread loads at once.
+const keepGroup = 4
 
 // newOverKeep sets up a cluster Top-K kernel's keep (nil where the
 // histograms hold less than a slot a thread).
 func (t *topk) newOverKeep() *overKeep {
-	per := t.sel.bins / t.threads
+	h := t.sel.hist
+	if h[1].off != h[0].off+h[0].bytes {
+		panic("gen: Phase 4's histograms are not contiguous")
+	}
+	slots := region{name: "keep", off: h[0].off, bytes: h[0].bytes + h[1].bytes}
+	per := slots.bytes / 4 / t.threads
 	if t.part == nil || per == 0 {
 		return nil
 	}
-	return &overKeep{bits: t.sel.hist[0], idx: t.sel.hist[1], per: per, n: t.constU32(0), low: t.f32()}
+	return &overKeep{slots: slots, per: per, n: t.constU32(0), low: t.f32()}
 }
 
 // countFirst is Phase 2's first pass: this thread's count of its share
 // at or above each of pts (countMine), keeping, in a cluster kernel, the
-// over elements at or above the least of them. Few are: the walk tests
-// each group of elements loaded together at once, and branches to keep
-// them only where one is (a branch per element put a convergence barrier,
-// BSSY/BSYNC, around each: +1 us of Phase 2 at 1M; predicated, the
-// stores' operands for the elements in flight spilled).
+// over vectors with an element at or above the least of them: after each
+// group of vectors loaded together, a predicated store and add a vector
+// (a branch per element put a convergence barrier, BSSY/BSYNC, around
+// each: +1 us of Phase 2 at 1M; perf notes 79).
 func (t *topk) countFirst(pts []ptx.Reg) []ptx.Reg {
 	k := t.keep
 	if k == nil {
@@ -98,48 +109,44 @@ func (t *topk) countFirst(pts []ptx.Reg) []ptx.Reg {
 		e.Min(k.low, k.low, p) // min.f32 of a NaN and a number is the number
 	}
 	s := t.part.s
-	type elem struct {
-		x   ptx.Reg
-		idx func() ptx.Reg
-	}
-	var group []elem
-	some := t.falsePred()
+	var xs []ptx.Reg // the group's elements, in visit order
 	return t.countGEWalk(func(visit func(x ptx.Reg, idx func() ptx.Reg)) {
 		t.heldWalk(s, visit)
 		t.overWalkGroups(s, t.cfg.unroll(), func(x ptx.Reg, idx func() ptx.Reg) {
 			visit(x, idx)
-			e.OrPred(some, some, t.setp(ptx.GEU, x, k.low))
-			group = append(group, elem{x, idx})
-		}, func() {
-			e.If(some, func() {
-				for _, g := range group {
-					t.keepOver(g.x, g.idx)
+			xs = append(xs, x)
+		}, func(vidx []ptx.Reg) {
+			// The head's and tail's elements are not kept: a walk of the
+			// kept vectors visits them again.
+			for v, i := range vidx {
+				V := len(xs) / len(vidx)
+				high := t.setp(ptx.GEU, xs[v*V], k.low)
+				for _, x := range xs[v*V+1 : (v+1)*V] {
+					e.OrPred(high, high, t.setp(ptx.GEU, x, k.low))
 				}
-				e.SetpT(ptx.U32, some, ptx.NE, t.k, t.k)
-			})
-			group = nil
+				t.keepVec(high, i)
+			}
+			xs = nil
 		})
 	}, pts)
 }
 
-// keepOver keeps over element x (index idx()) if it is at or above low or
-// NaN, as a count at low takes it, while this thread has slots left.
-func (t *topk) keepOver(x ptx.Reg, idx func() ptx.Reg) {
+// keepVec keeps over vector vidx where high, while this thread has slots
+// left, and counts it.
+func (t *topk) keepVec(high ptx.Pred, vidx ptx.Reg) {
 	e, k := t.e, t.keep
-	e.If(t.setp(ptx.GEU, x, k.low), func() {
-		e.If(t.setp(ptx.LT, k.n, ptx.Imm(int64(k.per))), func() {
-			slot := t.u32()
-			e.Mad(slot, k.n, ptx.Imm(int64(t.threads)), t.tid)
-			e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(k.bits, slot, 4), t.bitsOf(x))
-			e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(k.idx, slot, 4), idx())
-		})
-		e.Add(k.n, k.n, ptx.Imm(1))
-	})
+	slot := t.u32()
+	e.Mad(slot, k.n, ptx.Imm(int64(t.threads)), t.tid)
+	room := t.setp(ptx.LT, k.n, ptx.Imm(int64(k.per)))
+	e.AndPred(room, room, high)
+	e.Guarded(room, func() { e.St(ptx.SpaceShared, ptx.U32, t.smem.elem(k.slots, slot, 4), vidx) })
+	e.Guarded(high, func() { e.Add(k.n, k.n, ptx.Imm(1)) })
 }
 
 // walkOver visits this thread's over elements at or above thr (or NaN),
-// and maybe others: the kept ones where they are all of them (thr at or
-// above low, none lost), else the whole over part.
+// and maybe others: the head's, the kept vectors' and the tail's where
+// they hold all of them (thr at or above low, none lost), else the whole
+// over part.
 func (t *topk) walkOver(thr ptx.Reg, visit func(x ptx.Reg, idx func() ptx.Reg)) {
 	e, k, s := t.e, t.keep, t.part.s
 	if k == nil {
@@ -149,18 +156,36 @@ func (t *topk) walkOver(thr ptx.Reg, visit func(x ptx.Reg, idx func() ptx.Reg)) 
 	// Ordered: false where thr or low is NaN.
 	use := t.setp(ptx.GE, thr, k.low)
 	e.AndPred(use, use, t.setp(ptx.LE, k.n, ptx.Imm(int64(k.per))))
-	e.IfElse(use, func() {
-		for j := range k.per {
-			e.If(t.setp(ptx.GT, k.n, ptx.Imm(int64(j))), func() {
-				slot := t.u32()
+	e.IfElse(use, func() { t.walkKept(visit) }, func() { t.overWalk(s, t.cfg.unroll(), visit) })
+}
+
+// walkKept is walkOver's walk of the kept vectors, in the over walk's
+// order: the head's element, the kept vectors keepGroup loads at a time,
+// the tail's element.
+func (t *topk) walkKept(visit func(x ptx.Reg, idx func() ptx.Reg)) {
+	e, k, s := t.e, t.keep, t.part.s
+	rest, inRow := t.overPart(s, visit)
+	head := t.headElems(s.over, rest)
+	e.If(t.setp(ptx.LT, t.tid, head), func() { t.visitScalar(s.over, t.tid, inRow) })
+	v := t.vecsFrom(s.over, rest, head)
+	for g := 0; g < k.per; g += keepGroup {
+		e.If(t.setp(ptx.GT, k.n, ptx.Imm(int64(g))), func() {
+			var in []ptx.Pred
+			var vidx []ptx.Reg
+			var xs []ptx.Vec
+			for j := g; j < min(g+keepGroup, k.per); j++ {
+				p := t.setp(ptx.GT, k.n, ptx.Imm(int64(j)))
+				slot, vi := t.u32(), t.u32()
 				e.Add(slot, t.tid, ptx.Imm(int64(j*t.threads)))
-				x, i := t.f32(), t.u32()
-				e.Ld(ptx.SpaceShared, x, t.smem.elem(k.bits, slot, 4))
-				e.Ld(ptx.SpaceShared, i, t.smem.elem(k.idx, slot, 4))
-				visit(x, func() ptx.Reg { return i })
-			})
-		}
-	}, func() { t.overWalk(s, t.cfg.unroll(), visit) })
+				e.Guarded(p, func() { e.Ld(ptx.SpaceShared, vi, t.smem.elem(k.slots, slot, 4)) })
+				in, vidx, xs = append(in, p), append(vidx, vi), append(xs, t.loadVecIf(p, v.vrow, vi))
+			}
+			for u := range in {
+				e.If(in[u], func() { t.visitVec(xs[u], head, vidx[u], inRow) })
+			}
+		})
+	}
+	t.visitTail(s.over, rest, v, inRow)
 }
 
 // clearKept clears Phase 4's first histogram again, past Phase 3's walk
@@ -175,7 +200,7 @@ func (t *topk) clearKept() ptx.Pred {
 	}
 	s := t.part.s
 	over := t.setp(ptx.GT, s.n, s.held)
-	t.e.If(over, func() { t.clearShared(t.histOf(k.bits), t.sel.bins) })
+	t.e.If(over, func() { t.clearShared(t.histOf(t.sel.hist[0]), t.sel.bins) })
 	return over
 }
 

@@ -693,7 +693,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	if k, err = b.clusterKernel(gname, cfg); err != nil {
 		return nil, nil, err
 	}
-	if b.o.phases && prefix != "floor" && (name == col.kernel || name == col.kernel+"+mbar") {
+	if b.o.phases && prefix != "floor" && !col.pages && col.scores == topk.Float32 {
 		cfg.Instrument = true
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
 			return nil, nil, fmt.Errorf("instrumented: %w", err)
