@@ -56,14 +56,15 @@ type Config struct {
 	// cluster kernels use it (topk.ChoiceConfig; perf notes 29, 36, 42).
 	MbarrierRounds bool
 	// KeepOver makes the cluster Top-K kernels keep, in Phase 2's first
-	// pass, the elements of a row longer than MaxN that lie outside the
-	// cluster's shared memory and at or above the lowest point it counts:
-	// a few a thread, in Phase 4's histograms (unused until then), so that
-	// later passes and Phase 3 read them there instead of walking that part
-	// of the row in global memory again. It pays where many rows read at
-	// once (batch 64 at 1M: -31%) and costs at batch 1 and in rows that fit
-	// (perf notes 79, 82), so the Selector takes it only where its table
-	// says (topk.Tuning.Keep).
+	// pass over a row longer than MaxN, the indices of the vectors outside
+	// the cluster's shared memory that hold an element at or above the
+	// lowest point it counts: a few a thread, in Phase 4's histograms
+	// (unused until then), so that later passes and Phase 3 load those
+	// vectors again instead of walking that part of the row in global
+	// memory. It pays wherever rows are longer than the cluster holds
+	// (batch 1 at 1M: 23.6 -> 19.6 us on an H100) and costs 1-3% in rows
+	// that fit (the code), so the Selector takes it only where its table
+	// says (topk.Tuning.Keep; perf notes 79, 83, 84).
 	KeepOver bool
 }
 

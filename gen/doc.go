@@ -24,8 +24,8 @@
 // cluster kernels, sm_90+, cluster.go; a row longer than the cluster's
 // shared memory holds is exact too, the part of each slice that does not
 // fit read from global memory, prefetched into L2 behind the slice's copy,
-// and with Config.KeepOver its high elements kept in shared memory by
-// Phase 2's first pass for the later walks: overflow.go), and are written
+// and with Config.KeepOver the vectors of it that hold high elements
+// marked by Phase 2's first pass for the later walks: overflow.go), and are written
 // from building blocks: Go functions that emit code into the CTA under
 // construction (cta.go), such as
 // warp and block reductions, a block-wide exclusive scan, a walk over a row

@@ -11,16 +11,15 @@ import "github.com/gvr-go/gvr/ptx"
 //   - The slice's copy is followed by a bulk prefetch of the over part
 //     into L2 (prefetchOver), so that Phase 2's first walk of it finds it
 //     there rather than in HBM.
-//   - With Config.KeepOver, that first walk keeps the over elements at or
-//     above the lowest point it counts in shared memory (overKeep): about
-//     as many as the candidates there, a few per thread. Each later pass
-//     at a threshold at or above that point, and Phase 3, walks them
-//     instead of the over part. It pays where many rows read their over
-//     parts at once (batch 16-64 at 1M: -20 to -31% with C = 8), and costs
-//     at batch 1 (+5 to +11%; the synthetic rows' over candidates sit in
-//     one CTA's slice, whose threads overflow their slots) and, with C =
-//     16, in rows that fit (+10%: the added code), so the Selector takes
-//     it only where its table says (perf notes 79, 83).
+//   - With Config.KeepOver, that first walk keeps the indices of the over
+//     vectors that hold an element at or above the lowest point it counts
+//     (overKeep): a few a thread. Each later pass at a threshold at or
+//     above that point, and Phase 3, loads those vectors again (from L2,
+//     all in flight at once) instead of walking the whole over part. At
+//     1M with C = 16 that takes b1 from 23.6 to 19.6 us, b64 1M with C = 2
+//     from 308 to 151 (H100); in rows that fit it costs 1-3% (the code),
+//     so the Selector takes it where its table says (perf notes 79, 83,
+//     84).
 
 // prefetchMax is the most bytes one bulk prefetch asks for.
 const prefetchMax = 64 << 10
