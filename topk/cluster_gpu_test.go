@@ -176,8 +176,9 @@ func TestAdversarialCluster(t *testing.T) {
 
 // TestSelectorChoice runs a Selector's steps over batch sizes and row
 // lengths where the device's tuning picks one CTA per row and where it
-// picks clusters of each size: every step runs the kernel Choice names
-// (Result.Kernel, Result.Cluster), first without a prediction, then with
+// picks clusters of each size, with the keep and without: every step runs
+// the kernel Choice names (Result.Kernel, Result.Cluster, Result.KeepOver),
+// first without a prediction, then with
 // the layer's previous step, and every row is exact.
 func TestSelectorChoice(t *testing.T) {
 	d := gpu(t)
@@ -209,7 +210,11 @@ func TestSelectorChoice(t *testing.T) {
 					t.Errorf("rows %d, N %d, step %d: ran %s (cluster %d, keep %v), Choice says %s (cluster %d, keep %v)",
 						rows, n, step, res.Kernel, res.Cluster, res.KeepOver, name, c, keep)
 				}
-				seen[fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)] = true
+				ran := fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)
+				if res.KeepOver {
+					ran += "+keep"
+				}
+				seen[ran] = true
 				idx, vals := readResult(t, res)
 				for r := range rows {
 					want, _ := Reference(x[r], k, false)
