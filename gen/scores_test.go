@@ -86,13 +86,17 @@ func TestTopKScoreTypesSorted(t *testing.T) {
 
 // TestClusterTopKScoreTypes: the cluster kernels bring 16-bit slices into
 // shared memory (8 scores to a vector, heads and tails of up to 7), walk
-// them there, and the part of a row past MaxN in global memory.
+// them there, and the part of a row past MaxN in global memory, also
+// keeping its high vectors (KeepOver).
 func TestClusterTopKScoreTypes(t *testing.T) {
 	for _, d := range []topk.DType{topk.Float16, topk.BFloat16} {
-		for _, tc := range []struct{ C, maxN, n int }{{2, 512, 300}, {4, 1024, 1000}, {4, 256, 700}} {
+		for _, tc := range []struct {
+			C, maxN, n int
+			keep       bool
+		}{{2, 512, 300, false}, {4, 1024, 1000, false}, {4, 256, 700, false}, {4, 256, 700, true}, {2, 128, 3000, true}} {
 			cfg := cfgK16
-			cfg.Cluster, cfg.MaxN, cfg.Scores = tc.C, tc.maxN, scoreType(d)
-			t.Run(fmt.Sprintf("%v/C=%d/MaxN=%d/n=%d", d, tc.C, tc.maxN, tc.n), func(t *testing.T) {
+			cfg.Cluster, cfg.MaxN, cfg.Scores, cfg.KeepOver = tc.C, tc.maxN, scoreType(d), tc.keep
+			t.Run(fmt.Sprintf("%v/C=%d/MaxN=%d/n=%d/keep=%v", d, tc.C, tc.maxN, tc.n, tc.keep), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(tc.C), uint64(tc.n)+uint64(d)))
 				cs := rows16(r, d, cfg.K, cfg.MaxCandidates, tc.n)
 				p, k := load(t, "topk_fallback_cluster", cfg)
