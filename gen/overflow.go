@@ -5,8 +5,8 @@ import "github.com/gvr-go/gvr/ptx"
 // Rows longer than a cluster holds. Each CTA's slice then has an over
 // part, the elements that did not fit in its shared memory, which every
 // walk reads from global memory (sliceWalk): a third of each slice at 1M
-// with C = 16, read by 16 SMs' loads alone. Two things keep those reads
-// off the later walks:
+// with C = 16, read by 16 SMs' loads alone. Two things make those reads
+// cheaper:
 //
 //   - The slice's copy is followed by a bulk prefetch of the over part
 //     into L2 (prefetchOver), so that Phase 2's first walk of it finds it
@@ -15,7 +15,7 @@ import "github.com/gvr-go/gvr/ptx"
 //     vectors that hold an element at or above the lowest point it counts
 //     (overKeep): a few a thread. Each later pass at a threshold at or
 //     above that point, and Phase 3, loads those vectors again (from L2,
-//     all in flight at once) instead of walking the whole over part. At
+//     four in flight a thread) instead of walking the whole over part. At
 //     1M with C = 16 that takes b1 from 23.6 to 19.6 us, b64 1M with C = 2
 //     from 308 to 151 (H100); in rows that fit it costs 1-3% (the code),
 //     so the Selector takes it where its table says (perf notes 79, 83,
