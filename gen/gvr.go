@@ -99,8 +99,8 @@ type topk struct {
 	// part is a cluster kernel's share of the row (nil: one CTA per row,
 	// which walks the whole row in global memory).
 	part *clusterPart
-	// keep holds a cluster kernel's over elements past Phase 2's first
-	// pass (overflow.go; nil for one CTA per row).
+	// keep holds which over vectors of a cluster kernel's slice Phase 2's
+	// first pass found high (overflow.go; nil without Config.KeepOver).
 	keep *overKeep
 	// pred is a GVR kernel's prediction, its first indices loading from
 	// the kernel's start (nil: no prediction).
@@ -765,8 +765,8 @@ func (b *kthBound) add(k ptx.Reg) {
 
 // walkMine visits this CTA's share of the row at or above thr (or NaN),
 // and maybe others: the whole row in global memory, or in a cluster kernel
-// its slice, the part that did not fit from where Phase 2's first pass
-// kept it where it can (walkOver). Every pass at the same threshold
+// its slice, the part that did not fit only where Phase 2's first pass
+// found it high, where it kept that (walkOver). Every pass at the same threshold
 // visits the same elements per thread, in the same order, so a count from
 // one pass tells where the next one's elements go.
 func (t *topk) walkMine(thr ptx.Reg, visit func(x ptx.Reg, idx func() ptx.Reg)) {
@@ -779,17 +779,13 @@ func (t *topk) walkMine(thr ptx.Reg, visit func(x ptx.Reg, idx func() ptx.Reg)) 
 }
 
 // countMine counts this thread's elements of walkMine >= each of thrs (or
-// NaN).
+// NaN). With a keep it counts one threshold: the first pass's several go
+// through countFirst.
 func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg {
-	least := thrs[0]
 	if t.keep != nil && len(thrs) > 1 {
-		least = t.f32()
-		t.e.Mov(least, thrs[0])
-		for _, x := range thrs[1:] {
-			t.e.Min(least, least, x)
-		}
+		panic("gen: countMine with a keep counts one threshold (countFirst counts the first pass's)")
 	}
-	return t.countGEWalk(func(visit func(x ptx.Reg, idx func() ptx.Reg)) { t.walkMine(least, visit) }, thrs)
+	return t.countGEWalk(func(visit func(x ptx.Reg, idx func() ptx.Reg)) { t.walkMine(thrs[0], visit) }, thrs)
 }
 
 // rowTotals adds each of vals (per-thread u32 counts) over the row: across

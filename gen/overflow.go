@@ -117,8 +117,8 @@ func (t *topk) countFirst(pts []ptx.Reg) []ptx.Reg {
 		}, func(vidx []ptx.Reg) {
 			// The head's and tail's elements are not kept: a walk of the
 			// kept vectors visits them again.
+			V := t.perVec()
 			for v, i := range vidx {
-				V := len(xs) / len(vidx)
 				high := t.setp(ptx.GEU, xs[v*V], k.low)
 				for _, x := range xs[v*V+1 : (v+1)*V] {
 					e.OrPred(high, high, t.setp(ptx.GEU, x, k.low))

@@ -181,7 +181,8 @@ type Result struct {
 	// Kernel is the kernel that ran (gvr_topk, topk_fallback,
 	// gvr_topk_cluster or topk_fallback_cluster), and Cluster, for the
 	// cluster kernels, how many CTAs took each row (0 otherwise), and
-	// KeepOver whether it kept a long row's excess in shared memory
+	// KeepOver whether it kept which vectors of a long row's excess hold
+	// high elements, to load only those again
 	// (gen.Config.KeepOver).
 	Kernel   string
 	Cluster  int

@@ -128,8 +128,8 @@ func TestAdversarialCluster(t *testing.T) {
 	cases = append(cases, clusterCase{C: 2, edit: mbar}, clusterCase{C: 8, edit: mbar}, clusterCase{C: 16, edit: mbar},
 		clusterCase{C: 8, maxN: 32768, edit: mbar},
 		clusterCase{C: 4, edit: func(c *gen.Config) { mbar(c); c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256 }})
-	// KeepOver: rows past MaxN keep the high elements of their excess in
-	// shared memory (four slots a thread at the defaults, two at 128
+	// KeepOver: rows past MaxN keep which vectors of their excess hold
+	// high elements (eight slots a thread at the defaults, four at 128
 	// threads and 256 bins), with and without mbarrier rounds.
 	keep := func(c *gen.Config) { c.KeepOver = true }
 	cases = append(cases, clusterCase{C: 8, maxN: 32768, edit: func(c *gen.Config) { mbar(c); keep(c) }},

@@ -30,7 +30,8 @@ type device struct {
 
 // choice is a kernel, how many CTAs of a cluster take each row (0: one
 // CTA per row, the single-CTA kernel), and for a cluster kernel whether it
-// keeps a long row's excess in shared memory (gen.Config.KeepOver).
+// keeps which vectors of a long row's excess hold high elements
+// (gen.Config.KeepOver).
 type choice struct {
 	name    string
 	cluster int
@@ -86,8 +87,8 @@ func defaultCluster(s step) int {
 // Tuning is the kernel choice measured on one GPU model: Cluster[i][j] is
 // the cluster size of gvr_topk_cluster chosen for Batches[i] rows of Ns[j]
 // elements, or 0 for gvr_topk (one CTA per row), and Keep[i][j] (if Keep
-// is there) whether that cluster kernel keeps a long row's excess in
-// shared memory (gen.Config.KeepOver), each from cold-L2 and
+// is there) whether that cluster kernel keeps which vectors of a long
+// row's excess hold high elements (gen.Config.KeepOver), each from cold-L2 and
 // graph-replayed medians in one gvrbench -tune run (MedianUS: the
 // choice's cold one). The choice is the fewest SMs whose worse mode (its
 // median over the fastest's, in the worse of the two) is within 2% of the
@@ -195,8 +196,8 @@ func TuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
 // Choice is the kernel a Selector picks for rows rows of at most n
 // elements on the device info describes, with a prediction (the layer's
 // previous step) or without: its name, and for a cluster kernel the
-// cluster size (0 otherwise) and whether it keeps a long row's excess in
-// shared memory (ChoiceConfig).
+// cluster size (0 otherwise) and whether it keeps which vectors of a long
+// row's excess hold high elements (ChoiceConfig).
 func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int, keep bool) {
 	c := choose(step{rows: rows, n: n, predicted: predicted, device: deviceOf(info)})
 	return c.name, c.cluster, c.keep

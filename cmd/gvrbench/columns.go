@@ -42,7 +42,7 @@ func isFloor(name string) bool {
 // "+pages" for the fused page-table output (-pages), "+mbar" for a
 // cluster Top-K kernel whose rounds signal with mbarriers
 // (-mbarrier-rounds: gen.Config.MbarrierRounds), then "+keep" for one
-// that keeps a long row's excess in shared memory (-keep-over:
+// that keeps a long row's excess's high vectors (-keep-over:
 // gen.Config.KeepOver).
 type column struct {
 	kernel string     // gvr, cgvr16, auto...

@@ -23,9 +23,10 @@
 // -mbarrier-rounds each cluster Top-K kernel with its rounds signalled by
 // mbarriers instead of barrier.cluster (columns cgvr16+mbar; the auto column
 // and -tune time the selector's kernels, which do: topk.ChoiceConfig), and
-// with -keep-over each cluster Top-K kernel keeping a long row's excess in
-// shared memory (columns cgvr16+keep, cgvr16+mbar+keep: gen.Config.KeepOver;
-// with -tune the table may choose it),
+// with -keep-over each cluster Top-K kernel keeping which vectors of a
+// long row's excess hold high elements, to load only those again (columns
+// cgvr16+keep, cgvr16+mbar+keep: gen.Config.KeepOver; with -tune the table
+// may choose it),
 //
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time

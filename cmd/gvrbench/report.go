@@ -340,7 +340,7 @@ const tuneMargin = 0.02
 
 // tuning is the kernel choice rep measured (a -tune run): per batch and
 // N, the cluster size of a gvr_topk_cluster column (cgvrC), or 0 for
-// gvr_topk, and whether it keeps a long row's excess (a +keep column),
+// gvr_topk, and whether it keeps a long row's excess's high vectors (a +keep column),
 // by cold and graph-replayed medians under tuneMargin: the fewest SMs, and
 // among the same SMs no keep before the keep, which counts only where it
 // beats its cluster size without it by more than the margin in both
