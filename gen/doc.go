@@ -37,8 +37,10 @@
 // separate, and the cluster Top-K kernels run the same phases over their
 // slices with those steps combining across the cluster instead.
 //
-// The Top-K kernels (gvr.go) follow the GVR paper's four phases, with
-// changes that measurements on an H200 paid for (docs/perf-notes.md):
+// The Top-K kernels (gvr.go, and a file per phase: phase1_stats.go,
+// phase2_search.go, phase3_collect.go, phase4_refine.go) follow the GVR
+// paper's four phases, with changes that measurements on an H200 paid for
+// (docs/perf-notes.md):
 //
 //   - Phase 1 (pre-indexed statistics) reduces the predicted scores'
 //     minimum and count on order-preserving keys (redux.sync where the

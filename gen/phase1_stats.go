@@ -1,0 +1,517 @@
+package gen
+
+// Phase 1, pre-indexed statistics: the first guess of the threshold,
+// from the scores at the predicted indices and a strided row sample.
+
+import (
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// guess is what Phase 1 gives Phase 2: the thresholds its first pass counts,
+// and two anchors (value, estimated count >= value) for the secant.
+type guess struct {
+	first                [firstPoints]ptx.Reg // f32
+	lo, cntLo, hi, cntHi ptx.Reg              // f32
+	target               ptx.Reg              // f32: the count Phase 2 aims for (sample.target)
+}
+
+// firstPoints is how many thresholds Phase 2's first pass counts at once: a
+// counting pass is memory-latency-bound, with issue slots to spare for one
+// more compare per element, and one of two points is far more likely to land
+// in [K, MaxCandidates] than a single guess. (Four points made the pass
+// instruction-bound: +45% at N = 256K on an H200.)
+const firstPoints = 2
+
+// phase1PreIndexStats: the minimum and the count of the scores at the
+// predicted indices (the previous step's Top-K). Indices outside [0, n)
+// are skipped, duplicates count as often as they appear, and only finite
+// scores enter the statistics. The minimum is taken on order-preserving
+// keys, so the warp reductions are single redux.sync instructions where
+// the target has them. The first pass counts the predicted minimum, right for a good
+// prediction, and a row sample's estimate (estimateThreshold), right
+// whatever the prediction; without a usable prediction (pred_count 0, or
+// no valid index with a finite score) the sample's two points, as in the
+// fallback.
+func (t *topk) phase1PreIndexStats() guess {
+	e, pf := t.e, t.prediction
+	e.Comment("Phase 1: pre-indexed statistics")
+	cluster := t.part != nil && t.part.size > 1
+	st := t.newStats()
+	B := int64(t.threads)
+	gather := func(j ptx.Reg) [predUnroll]ptx.Reg { return t.predValues(pf.indices(t, j)) }
+	// In one CTA, the first step's values load while the sample's
+	// estimate is worked out (its block reductions need no prediction):
+	// the estimate costs no time of its own where it fits in that memory
+	// latency. (K = 2048 over 512 threads is that one step.) A cluster's
+	// estimate needs the others' sample shares, which come in the round
+	// that combines the values.
+	xs := t.predValues(pf.ps)
+	// mine takes in the first step's values and gathers the rest of my
+	// share: their minimum key and count, not yet reduced.
+	mine := func() *stats {
+		for _, x := range xs {
+			st.add(x)
+		}
+		j := t.u32()
+		e.Add(j, pf.first, t.tid)
+		e.Add(j, j, ptx.Imm(predUnroll*B))
+		e.For(j, j, pf.end, ptx.Imm(predUnroll*B), func() {
+			for _, x := range gather(j) {
+				st.add(x)
+			}
+		})
+		return st
+	}
+	// A row sample, loading while the predicted values do: how far the
+	// prediction can be trusted is not known until Phase 2 counts. Its
+	// loads go out after the first step's, which would otherwise queue
+	// behind its 2048 scattered loads in the SM's L1 (one wavefront each;
+	// the JIT put them between the index loads: perf notes 49).
+	smp := t.sampleRow()
+	t.mark(MarkP1Indices)
+	t.startPart()
+
+	var kmin, cnt ptx.Reg
+	if cluster {
+		// This CTA's minimum and count go to the others with its share of
+		// the sample, in one round.
+		mine()
+		tot := t.gatherSample(smp, []ptx.Reg{st.kmin, st.nf}, []string{"min", "add"})
+		kmin, cnt = tot[0], tot[1]
+		t.mark(MarkP1Values)
+	} else {
+		smp.finish()
+	}
+
+	// The sample's estimate is the first pass's first point, as in the
+	// fallback. With a prediction, the second is the predicted minimum: a
+	// good prediction's hits are the Top-K, so its minimum has about K
+	// elements above it. The pass keeps whichever lands in the window with
+	// fewer candidates; a weak prediction (a decode's early layers overlap
+	// their previous step by 1.5%: perf notes 15) costs nothing more.
+	g := t.newGuess()
+	t.sampleGuess(g, smp, predRounds)
+	t.mark(MarkP1Sample)
+
+	if !cluster {
+		// The first step's values loaded while the estimate was worked out.
+		kmin, cnt = mine().reduceMinCount()
+		t.mark(MarkP1Values)
+	}
+	e.Mov(t.valid, cnt)
+	e.If(t.setp(ptx.GT, cnt, ptx.Imm(0)), func() { e.Mov(g.first[1], t.keyToFloat(kmin)) })
+	return g
+}
+
+// predUnroll is how many predicted indices a thread loads a step, all
+// before any is used: two memory latencies a step instead of eight.
+const predUnroll = 4
+
+// predFetch is a row's prediction: its indices' row, this CTA's share of
+// them, [first, end), and the first step's indices (-1 where none),
+// loading since the kernel's start.
+type predFetch struct {
+	prow       ptx.Reg // u64
+	first, end ptx.Reg // u32
+	ps         [predUnroll]ptx.Reg
+}
+
+// fetchPrediction sets up row r's prediction and starts loading its first
+// step of indices. They need nothing of the row, so they go out before
+// the row's length, and their latency passes while the length, then the
+// slice's copy, are worked on (the values they index need the length:
+// predValues, in Phase 1).
+func (t *topk) fetchPrediction(pp predParams, r ptx.Reg) *predFetch {
+	e := t.e
+	pf := &predFetch{}
+	pred := t.global(pp.pred)
+	pf.prow = t.rowAddr(pred, e.LdParam(pp.stride), r)
+	m := t.u32()
+	e.Cvt(m, e.LdParam(pp.count))
+
+	// My share of the predicted indices: all of them, or in a cluster the
+	// rank's 1/C (its 2048 scattered loads were a queue through the SM's
+	// L1 that the sample's loads waited behind: perf notes 49), the
+	// statistics then combined across the cluster.
+	pf.first, pf.end = t.constU32(0), m
+	if t.part != nil && t.part.size > 1 {
+		C := int64(t.part.size)
+		share := t.u32()
+		e.Add(share, m, ptx.Imm(C-1))
+		e.Div(share, share, ptx.Imm(C))
+		e.Mul(pf.first, t.part.rank, share)
+		e.Min(pf.first, pf.first, m)
+		pf.end = t.u32()
+		e.Add(pf.end, pf.first, share)
+		e.Min(pf.end, pf.end, m)
+	}
+	j := t.u32()
+	e.Add(j, pf.first, t.tid)
+	pf.ps = pf.indices(t, j)
+	return pf
+}
+
+// indices loads the predicted indices j, j+B, ..., j+3B of my share
+// (-1 past its end).
+func (pf *predFetch) indices(t *topk, j ptx.Reg) [predUnroll]ptx.Reg {
+	e := t.e
+	var ps [predUnroll]ptx.Reg
+	for u := range predUnroll {
+		ju := t.u32()
+		e.Add(ju, j, ptx.Imm(int64(u*t.threads)))
+		ps[u] = t.constU32(-1)
+		e.Guarded(t.setp(ptx.LT, ju, pf.end), func() { e.LdNC(ps[u], t.elemAddr(pf.prow, ju, 4)) })
+	}
+	return ps
+}
+
+// predValues loads the values at predicted indices ps: -Inf (not counted)
+// where an index is outside the row.
+func (t *topk) predValues(ps [predUnroll]ptx.Reg) [predUnroll]ptx.Reg {
+	e := t.e
+	var xs [predUnroll]ptx.Reg
+	for u, p := range ps {
+		// The previous output's space to the window's. As unsigned, a
+		// negative index is out of range too, and so is -1 (no index)
+		// less any window start (a row is shorter than 2^31).
+		i := t.u32()
+		e.Sub(i, p, t.out.offset)
+		xs[u] = t.f32()
+		e.Mov(xs[u], ptx.FloatBits(0xFF800000))
+		t.loadScoreIf(t.setp(ptx.LT, i, t.n), xs[u], t.row, i)
+	}
+	return xs
+}
+
+// phase1SampleStats guesses without a prediction, from a sample of the row.
+func (t *topk) phase1SampleStats() guess {
+	t.e.Comment("Phase 1 (no prediction): sample statistics")
+	g := t.newGuess()
+	smp := t.sampleRow()
+	t.startPart()
+	if t.part != nil && t.part.size > 1 {
+		t.gatherSample(smp, nil, nil)
+	} else {
+		smp.finish()
+	}
+	t.sampleGuess(g, smp, sampleRounds)
+	t.mark(MarkP1Sample)
+	return g
+}
+
+// sampleGuess sets g from a strided sample of the row: estimateThreshold
+// over the sample's range gives the anchors, and the first pass counts the
+// points whose estimated counts are 1 and 1.6 times the target, so that it
+// lands in [K, MaxCandidates] when the estimate is off by a factor between
+// 0.42 and 2 (0.5 and 2.4 at a dense sample's target).
+func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
+	e := t.e
+	e.Mov(g.target, smp.target)
+	e.Mov(g.lo, smp.rng.min)
+	e.Mov(g.hi, smp.rng.max)
+	// Phase 4 guesses its span from the sample's largest value (guessSpan).
+	e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.sampleTop, 0), t.key(t.bitsOf(smp.rng.max)))
+	})
+	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
+	t.evenPoints(pts, g.lo, g.hi)
+	t.estimateThreshold(smp, g, pts, rounds)
+	for i, f := range []float64{1, 1.6} {
+		x := t.f32()
+		e.Mul(x, g.target, ptx.Float(float32(f)))
+		t.logSecant(g.first[i], g, x, false, ptx.Pred{})
+	}
+}
+
+// stats accumulates, per thread, the min and max key and the count of the
+// finite values it sees.
+type stats struct {
+	t              *topk
+	kmin, kmax, nf ptx.Reg // u32
+}
+
+func (t *topk) newStats() *stats {
+	return &stats{t: t, kmin: t.constU32(0xFFFFFFFF), kmax: t.constU32(0), nf: t.constU32(0)}
+}
+
+// add accumulates x if it is finite.
+func (s *stats) add(x ptx.Reg) {
+	t, e := s.t, s.t.e
+	b := t.bitsOf(x)
+	abs := t.u32()
+	e.And(abs, b, ptx.Imm(0x7FFFFFFF))
+	e.If(t.setp(ptx.LT, abs, ptx.Imm(0x7F800000)), func() {
+		k := t.key(b)
+		e.Min(s.kmin, s.kmin, k)
+		e.Max(s.kmax, s.kmax, k)
+		e.Add(s.nf, s.nf, ptx.Imm(1))
+	})
+}
+
+// reduceMinCount reduces the minimum key and the count alone (the same in
+// every thread; the key is 0xFFFFFFFF where the count is 0), what
+// Phase 1 takes of the predicted values.
+func (s *stats) reduceMinCount() (kmin, cnt ptx.Reg) {
+	r := s.t.reduceIn(s.t.p1, []string{"min", "add"}, []ptx.Reg{s.kmin, s.nf})
+	return r[0], r[1]
+}
+
+// valueRange is the smallest and the largest of a set of finite values,
+// the same in every thread; both NaN where the set is empty.
+type valueRange struct {
+	min, max ptx.Reg // f32
+}
+
+// rangeOf turns reduced min and max keys into a valueRange (the min key
+// above the max one: no finite value).
+func (t *topk) rangeOf(kmin, kmax ptx.Reg) valueRange {
+	e := t.e
+	out := valueRange{min: t.f32(), max: t.f32()}
+	e.Mov(out.min, ptx.FloatBits(0x7FC00000))
+	e.Mov(out.max, ptx.FloatBits(0x7FC00000))
+	e.If(t.setp(ptx.LE, kmin, kmax), func() {
+		e.Mov(out.min, t.keyToFloat(kmin))
+		e.Mov(out.max, t.keyToFloat(kmax))
+	})
+	return out
+}
+
+// sample is a strided sample of the row, held in registers: per thread
+// len(vals) values (-Inf where there is no sample), and the factor that
+// turns a sample count into an estimated row count.
+type sample struct {
+	t     *topk
+	s     ptx.Reg   // u32 samples taken
+	vals  []ptx.Reg // f32
+	scale ptx.Reg   // f32: n / samples
+	rng   valueRange
+	// target is the count Phase 2 aims for, by how far the sample can be
+	// trusted (topk.target).
+	target ptx.Reg // f32
+	// In a cluster, vals are first this CTA's share of the points alone,
+	// the points js, those below end loaded (sampleRow); gatherSample
+	// then brings every CTA's.
+	js  []ptx.Reg // u32
+	end ptx.Reg   // u32
+}
+
+// sampleRun is how many adjacent elements the sample takes at each of its
+// points where the row is short enough (sampleRow): a warp's loads then
+// touch half as many sectors, each a wavefront through the SM's L1 (the
+// sample's 2048 scattered loads were what Phase 1 waited on: perf notes
+// 49).
+const sampleRun = 2
+
+// samplePerThread is how many of the row sample's points each of threads
+// threads holds; samplePoints, how many points the sample has at most.
+func samplePerThread(threads int) int { return max(1, min(8, sampleSize/threads)) }
+func samplePoints(threads int) int    { return samplePerThread(threads) * threads }
+
+// sampleRow starts loading a strided sample of the row: thread tid takes
+// samples j = tid, tid+B, ..., s = min(n, samples) of them, d = n/s
+// elements apart: at index j*d, or where d <= K/16 in runs of R =
+// sampleRun adjacent elements R*d apart, at (j/R)*(R*d) + j%R. A point
+// stands for d elements, so the Top-K holds about K/d of them; runs
+// halve the distinct points, and below 8 in the Top-K (d > K/16: N >
+// 256K at K = 2048) the estimate misses more often than the sectors
+// saved are worth (perf notes 49). Either way the samples are distinct
+// elements spread over the row. The loads are independent of everything
+// else in Phase 1; call finish (one CTA) or gatherSample (a cluster) once
+// the values are needed, so that their latency overlaps other work.
+//
+// In a cluster, CTA r loads only the r-th of C equal shares of the
+// points (j = r*share + tid, r*share + tid + B, ...), and gatherSample
+// sends them to every CTA: the same points, but an SM's L1 works through
+// 1/C of the scattered loads (a wavefront each, perf notes 49; 50 did
+// the same for the predicted values).
+func (t *topk) sampleRow() *sample {
+	e := t.e
+	per := samplePerThread(t.threads)
+	s := t.u32()
+	e.Min(s, t.n, ptx.Imm(int64(per*t.threads)))
+	stride := t.u32()
+	e.Div(stride, t.n, s) // s >= 1: this path has n > K
+	// In runs: j = R*q + r at R*d*q + r, i.e. j*d - r*(d-1). Single: j*d.
+	// Dense: at least 16 points expected in the Top-K (8 distinct in runs).
+	dense := t.setp(ptx.LE, stride, ptx.Imm(int64(max(1, t.cfg.K/16))))
+	back := t.u32()
+	e.Sub(back, stride, ptx.Imm(1))
+	e.Selp(back, back, ptx.Imm(0), dense)
+	smp := &sample{t: t, s: s, scale: t.f32(), target: t.f32(), end: s}
+	e.Selp(smp.target, ptx.Float(float32(t.target(true))), ptx.Float(float32(t.target(false))), dense)
+	from := t.tid // thread tid's first point
+	if t.part != nil && t.part.size > 1 {
+		C := t.part.size
+		share := (per*t.threads + C - 1) / C
+		first := t.u32()
+		e.Mul(first, t.part.rank, ptx.Imm(int64(share)))
+		from = t.u32()
+		e.Add(from, first, t.tid)
+		smp.end = t.u32()
+		e.Add(smp.end, first, ptx.Imm(int64(share)))
+		e.Min(smp.end, smp.end, s)
+		per = (share + t.threads - 1) / t.threads
+	}
+	for i := range per {
+		v := t.f32()
+		e.Mov(v, ptx.FloatBits(0xFF800000))
+		j := t.u32()
+		e.Add(j, from, ptx.Imm(int64(i*t.threads)))
+		e.If(t.setp(ptx.LT, j, smp.end), func() {
+			idx, r := t.u32(), t.u32()
+			e.Mul(idx, j, stride)
+			e.And(r, j, ptx.Imm(sampleRun-1))
+			e.Mul(r, r, back)
+			e.Sub(idx, idx, r)
+			t.loadScore(v, t.row, idx)
+		})
+		smp.vals = append(smp.vals, v)
+		smp.js = append(smp.js, j)
+	}
+	return smp
+}
+
+// stats accumulates this thread's sampled values.
+func (smp *sample) stats() *stats {
+	st := smp.t.newStats()
+	for _, v := range smp.vals {
+		st.add(v) // -Inf where there is no sample: not finite, not counted
+	}
+	return st
+}
+
+// setScale sets the factor from sample counts to row counts.
+func (smp *sample) setScale() {
+	t, e := smp.t, smp.t.e
+	fs, fn := t.f32(), t.f32()
+	e.Cvt(fs, smp.s)
+	e.Cvt(fn, t.n)
+	e.Div(smp.scale, fn, fs)
+}
+
+// finish takes the sample's range, all its estimate needs of it (a sum or
+// a count would be a longer reduction: perf notes 51); the sampled values
+// must be there. One CTA per row.
+func (smp *sample) finish() {
+	st := smp.stats()
+	smp.setScale()
+	r := smp.t.reduceIn(smp.t.p1, []string{"min", "max"}, []ptx.Reg{st.kmin, st.kmax})
+	smp.rng = smp.t.rangeOf(r[0], r[1])
+}
+
+// gatherSample is finish for a cluster: each CTA's share of the sample
+// goes to every CTA's sample buffer in one exchange round, beside vals
+// (u32, reduced over the CTA by ops, then combined across the cluster by
+// the same ops) and the share's range; then every thread holds the
+// points it would hold in one CTA, so the estimate, the same in every
+// CTA, is one CTA's. It returns vals' totals.
+func (t *topk) gatherSample(smp *sample, vals []ptx.Reg, ops []string) []ptx.Reg {
+	e, p := t.e, t.part
+	st := smp.stats()
+	// The points go out first, so that they travel during the reduction
+	// (and, without mbarrier rounds, before send's arrival releases them).
+	t.syncCluster() // the others' mbarriers are initialised past it
+	buf := t.u32()
+	e.Add(buf, t.smem.base, ptx.Imm(int64(p.ctl.sample.off)))
+	for i, v := range smp.vals {
+		e.If(t.setp(ptx.LT, smp.js[i], smp.end), func() {
+			at := t.u32()
+			e.Mad(at, smp.js[i], ptx.Imm(4), buf)
+			p.store(t.cta, ptx.F32, at, v)
+		})
+	}
+	n := len(vals)
+	ops = append(append([]string{}, ops...), "min", "max")
+	r := t.reduceIn(t.p1, ops, append(append([]ptx.Reg{}, vals...), st.kmin, st.kmax))
+	p.send(t.cta, r)
+	tx := t.u32()
+	e.Shl(tx, smp.s, ptx.Imm(2)) // every CTA receives every point
+	tot, _ := p.receive(t.cta, len(ops), ops, tx)
+	smp.vals, smp.js = nil, nil
+	for i := range samplePerThread(t.threads) {
+		v := t.f32()
+		e.Mov(v, ptx.FloatBits(0xFF800000))
+		j := t.u32()
+		e.Add(j, t.tid, ptx.Imm(int64(i*t.threads)))
+		e.If(t.setp(ptx.LT, j, smp.s), func() {
+			at := t.u32()
+			e.Mad(at, j, ptx.Imm(4), buf)
+			e.Ld(ptx.SpaceShared, v, ptx.At(at, 0))
+		})
+		smp.vals = append(smp.vals, v)
+	}
+	smp.setScale()
+	smp.rng = t.rangeOf(tot[n], tot[n+1])
+	return tot[:n]
+}
+
+// evenPoints sets pts to four evenly spaced points strictly inside (lo, hi).
+func (t *topk) evenPoints(pts [4]ptx.Reg, lo, hi ptx.Reg) {
+	e := t.e
+	d := t.f32()
+	e.Sub(d, hi, lo)
+	e.Mul(d, d, ptx.Float(0.2))
+	for i, p := range pts {
+		e.Mad(p, d, ptx.Float(float32(i+1)), lo)
+	}
+}
+
+// estimateThreshold narrows g's bracket [lo, hi] toward the threshold whose
+// estimated count is the Phase 2 target, counting the sample instead of the
+// row: est(x) = scale * #(samples >= x). Each round estimates four points in
+// one block reduction and keeps the two neighbours the target falls
+// between; the first round's points are pts, later rounds' are evenly
+// spaced. The final bracket's ends are Phase 2's first secant anchors, and
+// the points its first pass counts are interpolated between them in
+// log(count). All of this is an estimate: Phase 2 counts the row for real,
+// so a poor sample costs passes, never exactness.
+func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int) {
+	e := t.e
+	target := g.target
+	e.Cvt(g.cntLo, t.n)
+	e.Mov(g.cntHi, ptx.Float(0.5)) // below one element: keeps log finite
+	for round := range rounds {
+		if round > 0 {
+			t.evenPoints(pts, g.lo, g.hi)
+		}
+		var cnts []ptx.Reg
+		for _, p := range pts {
+			c := t.constU32(0)
+			for _, v := range s.vals {
+				e.Guarded(t.setp(ptx.GEU, v, p), func() { e.Add(c, c, ptx.Imm(1)) })
+			}
+			cnts = append(cnts, c)
+		}
+		r := t.reduceIn(t.p1, []string{"add", "add", "add", "add"}, cnts)
+		est := make([]ptx.Reg, 4)
+		for i := range est {
+			est[i] = t.f32()
+			e.Cvt(est[i], r[i])
+			e.Mul(est[i], est[i], s.scale)
+		}
+		// The points ascend, so the estimates descend: lo is the last point
+		// at or above the target, hi the first below it.
+		for i := range pts {
+			e.Guarded(t.setp(ptx.GE, est[i], target), func() {
+				e.Mov(g.lo, pts[i])
+				e.Mov(g.cntLo, est[i])
+			})
+		}
+		for i := len(pts) - 1; i >= 0; i-- {
+			e.Guarded(t.setp(ptx.LT, est[i], target), func() {
+				e.Mov(g.hi, pts[i])
+				e.Mov(g.cntHi, est[i])
+			})
+		}
+	}
+	e.Max(g.cntHi, g.cntHi, ptx.Float(0.5))
+}
+
+// newGuess allocates a guess's registers.
+func (t *topk) newGuess() guess {
+	g := guess{lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32(), target: t.f32()}
+	for i := range g.first {
+		g.first[i] = t.f32()
+	}
+	return g
+}

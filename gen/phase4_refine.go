@@ -1,0 +1,76 @@
+package gen
+
+// Phase 4, the refinement: an exact selection of K among the candidates,
+// in shared memory.
+
+import (
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// phase4Refine selects exactly K of v.total candidates: radix select on
+// their keys in shared memory, then by lowest index among those equal to
+// the K-th key if not all of them fit.
+func (t *topk) phase4Refine(v verdict) {
+	e := t.e
+	e.Comment("Phase 4: exact selection in shared memory")
+	total := v.total
+	cands := t.candWalker(total)
+	e.IfElse(t.setp(ptx.EQ, total, t.k), func() {
+		// Exactly K candidates: all of them, in buffer order.
+		j := t.u32()
+		e.For(j, t.tid, total, ptx.Imm(int64(t.threads)), func() {
+			b, i := t.loadCand(j)
+			t.store(t.out, j, i, b)
+		})
+	}, func() {
+		// Inlined passes: the candidate walk is short, and this is the
+		// common path, where a loop's few instructions per pass would show.
+		// The digits split the candidates' key span, and after the first
+		// one the K-th candidate's bin usually holds at most 32: one warp
+		// ranks them (smallSelect) instead of two more passes.
+		how := selectHow{small: true, cleared: true}
+		var span keySpan
+		if t.scores.Size() == 2 {
+			// The walk also finds the low bits the keys share (a 16-bit
+			// score's widened key has 13 or 16), which saves passes.
+			span = t.spanOf(cands, t.reduce)
+		} else {
+			span = t.guessSpan(v.thr)
+			how.guess = &spanGuess{total: total, exact: func() keySpan { return t.spanOf(cands, t.reduce) }}
+		}
+		how.span = &span
+		t.mark(MarkP4Span)
+		t.onMark = t.mark // exactSelect's own points
+		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, how)
+		t.onMark = nil
+	})
+}
+
+// guessSpan guesses the candidates' key span without walking them: from
+// the threshold's key (every candidate is >= thr; a zero threshold
+// collects -0.0 too) up to the sample's largest key, rounded up as every
+// span is to a power of two of keys past the threshold's, which the row's
+// largest usually lies under (the whole key range above the threshold's
+// where the sample saw nothing above it). A candidate above it is found by
+// exactSelect's first pass, which then takes the walk (spanGuess). The
+// guess is no wider than the exact span where the sample holds the row's
+// largest: a span twice as wide put twice the candidates into the K-th
+// one's bin, past the 32 one warp ranks in some rows (perf notes 57).
+func (t *topk) guessSpan(thr ptx.Reg) keySpan {
+	e := t.e
+	lo := t.key(t.bitsOf(thr))
+	e.Guarded(t.setp(ptx.EQ, thr, ptx.Float(0)), func() { e.Mov(lo, ptx.Imm(0x7FFFFFFF)) }) // key(-0.0)
+	top := t.u32()
+	e.Ld(ptx.SpaceShared, top, t.smem.at(t.sampleTop, 0))
+	if t.cfg.Instrument {
+		e.Mov(t.seenTop, top)
+	}
+	d := t.u32()
+	e.Sub(d, top, lo)
+	e.Guarded(t.setp(ptx.LE, top, lo), func() { e.Not(d, lo) })
+	span := keySpan{min: lo, shift: t.u32(), zeros: t.u32(), lim: t.u32()}
+	e.Clz(span.shift, d)
+	e.Mov(span.zeros, span.shift)
+	e.Shr(span.lim, t.constU32(0xFFFFFFFF), span.shift) // shr clamps a shift of 32: lim 0
+	return span
+}
