@@ -6,7 +6,7 @@ MAKEFLAGS += --no-print-directory
 
 .DEFAULT_GOAL := help
 .PHONY: help build test generate generate-check golden-update golden-check fmt-check vet \
-	ptxas ptxas12 cuda-headers ptxas-check ptxas12-check cuda gpu-test bench fuzz ci
+	ptxas ptxas12 cuda-headers ptxas-check ptxas12-check spill-check cuda gpu-test bench fuzz ci
 
 help: ## list the verbs
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -95,6 +95,12 @@ ptxas12-check: ## assemble golden/*_sm_90*.ptx and every kernel for sm_90, sm_90
 	done && rm "$$d/ptxgen" && \
 	PTXAS="$$p" scripts/ptxas-check.sh golden/*_sm_90*.ptx "$$d"
 
+# What ptxas 12.4 spills in the kernels the Selector runs on sm_90, against
+# golden/spills_sm_90.txt (scripts/spill-check.sh -update rewrites it): a
+# kernel change that makes ptxas spill shows up here, not only on a GPU.
+spill-check: ## compare ptxas 12.4's spills in the Selector's sm_90 kernels with golden/spills_sm_90.txt
+	scripts/spill-check.sh
+
 # The cuda-tagged build (package runtime and what uses it) needs cgo and the
 # CUDA driver API headers. By default they are the pinned CUDA 11.8 cuda.h and
 # libcuda.so stub that scripts/cuda-tools.sh fetches once into a cache. With
@@ -157,7 +163,7 @@ fuzz: ## run each gen fuzz target for a fixed number of executions (FUZZTIME ove
 
 # One after another, also under make -j: generate-check and golden-check
 # rewrite files.
-ci: ## fmt-check vet generate-check test fuzz golden-check ptxas-check ptxas12-check cuda, in that order
+ci: ## fmt-check vet generate-check test fuzz golden-check ptxas-check ptxas12-check spill-check cuda, in that order
 	$(MAKE) fmt-check
 	$(MAKE) vet
 	$(MAKE) generate-check
@@ -166,4 +172,5 @@ ci: ## fmt-check vet generate-check test fuzz golden-check ptxas-check ptxas12-c
 	$(MAKE) golden-check
 	$(MAKE) ptxas-check
 	$(MAKE) ptxas12-check
+	$(MAKE) spill-check
 	$(MAKE) cuda

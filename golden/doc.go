@@ -24,5 +24,10 @@
 // ptxas12-check assembles the sm_90 and sm_90a ones, and every kernel
 // generated for both, with the pinned ptxas 12.4.
 //
+// spills_sm_90.txt is what that ptxas 12.4 spills in the kernels the
+// Selector runs on sm_90 (make spill-check compares, in make ci;
+// scripts/spill-check.sh -update rewrites it): spilling is what a kernel
+// change can do to a kernel's speed that no CPU test sees otherwise.
+//
 // The package has no Go API; it exists for its files and its test.
 package golden

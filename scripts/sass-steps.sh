@@ -8,7 +8,8 @@
 # For each pair of consecutive clock reads in code order (the PTX comments
 # "clock: NAME" name them; ptxas keeps their order), it prints the static
 # SASS instruction count between them and some of its kinds: barriers,
-# global and shared loads and stores, shuffles, branches. Static: a loop
+# global and shared loads and stores, shuffles, branches, and the local
+# loads and stores of spilled registers (LDL, STL). Static: a loop
 # counts once and both sides of a branch count, so read a step's count as
 # its code, not its time. SASS=1 also prints the instructions.
 set -euo pipefail
@@ -27,14 +28,14 @@ nclock=$(grep -c 'SR_CLOCKLO' "$dir/k.sass" || true)
 [ "$nclock" -eq "$(wc -l <"$dir/names")" ] \
   || { echo "sass-steps: $nclock clock reads in the SASS, $(wc -l <"$dir/names") in the PTX" >&2; exit 1; }
 echo "$* ($arch, ptxas 12.4): $(wc -l <"$dir/k.sass") SASS instructions, $nclock clock reads"
-printf '%-32s %6s %5s %5s %5s %5s %5s %5s\n' "from -> to" instrs BAR LDG STG LDS/STS SHFL BRA
+printf '%-32s %6s %5s %5s %5s %5s %5s %5s %5s %5s\n' "from -> to" instrs BAR LDG STG LDS/STS SHFL BRA LDL STL
 awk -v names="$dir/names" -v show="${SASS:-0}" '
   BEGIN { while ((getline l < names) > 0) name[++n] = l }
   function flush() {
     if (k == 0) return
-    printf "%-32s %6d %5d %5d %5d %5d %5d %5d\n", name[k] " -> " (k < n ? name[k+1] : "exit"), c, bar, ldg, stg, lds, shfl, bra
+    printf "%-32s %6d %5d %5d %5d %5d %5d %5d %5d %5d\n", name[k] " -> " (k < n ? name[k+1] : "exit"), c, bar, ldg, stg, lds, shfl, bra, ldl, stl
   }
-  /SR_CLOCKLO/ { flush(); k++; c = bar = ldg = stg = lds = shfl = bra = 0; next }
+  /SR_CLOCKLO/ { flush(); k++; c = bar = ldg = stg = lds = shfl = bra = ldl = stl = 0; next }
   k > 0 {
     c++
     if (/BAR\./) bar++
@@ -43,6 +44,8 @@ awk -v names="$dir/names" -v show="${SASS:-0}" '
     if (/LDS|STS|ATOMS/) lds++
     if (/SHFL/) shfl++
     if (/BRA/) bra++
+    if (/LDL/) ldl++
+    if (/STL/) stl++
     if (show == 1) print "    " $0
   }
   END { flush() }
