@@ -11,7 +11,8 @@ package gen_test
 //     through all three kernels; the prediction is decoded from bytes too
 //     (fuzzcase.PredFromBytes: int16 indices, often negative or past n).
 //   - FuzzTopKConfig: a kernel, a configuration (K, MaxCandidates,
-//     BlockSize, Bins, Unroll, target, Sorted) and a row recipe (length,
+//     BlockSize, Bins, Unroll, target, Sorted; a cluster kernel's size, 1
+//     to 16, MaxN, rounds and keep) and a row recipe (length,
 //     base values, special values, prediction mode, seed), decoded by
 //     fuzzcase.Params.Case into the valid space. The row runs after 0-3
 //     empty rows, an odd stride apart, so it starts at any alignment, and
@@ -263,7 +264,9 @@ func TestFuzzCorpus(t *testing.T) {
 			"n=0": c.N == 0, "n=1": c.N == 1, "n=K-1": c.N == K-1 && K > 1, "n=K": c.N == K,
 			"n=K+1": c.N == K+1, "n=C+1": c.N == C+1, "fill " + c.Fill.Name: true,
 			"scores " + cfg.Scores.String(): true,
-			"Cluster=8":                     cfg.Cluster == 8, "MaxN<n": cfg.MaxN > 0 && cfg.MaxN < c.N, "MbarrierRounds": cfg.MbarrierRounds,
+			"Cluster=8":                     cfg.Cluster == 8, "Cluster=16": cfg.Cluster == 16,
+			"MaxN<n": cfg.MaxN > 0 && cfg.MaxN < c.N, "MbarrierRounds": cfg.MbarrierRounds,
+			"KeepOver, MaxN<n": cfg.KeepOver && cfg.MaxN > 0 && cfg.MaxN < c.N,
 		} {
 			seen[what] = seen[what] || ok
 		}
@@ -275,7 +278,8 @@ func TestFuzzCorpus(t *testing.T) {
 		}
 	}
 	want := []string{"K=1", "MaxCandidates=K", "BlockSize=32", "BlockSize=1024", "Bins=2", "Sorted", "Unroll=1",
-		"no values", "lead rows", "n=0", "n=1", "n=K-1", "n=K", "n=K+1", "n=C+1", "Cluster=8", "MaxN<n", "MbarrierRounds"}
+		"no values", "lead rows", "n=0", "n=1", "n=K-1", "n=K", "n=K+1", "n=C+1", "Cluster=8", "Cluster=16", "MaxN<n", "MbarrierRounds",
+		"KeepOver, MaxN<n"}
 	want = append(want, fuzzcase.Kernels...)
 	for _, tg := range fuzzcase.Targets {
 		want = append(want, tg.Name)

@@ -49,12 +49,12 @@ type Params struct {
 	Block   uint8  // BlockSize = 32 << (Block % 6): 32 to 1024
 	Bins    uint8  // Bins = 2 << (Bins % 11), raised to the warp count: 2 to 2048
 	Unroll  uint8  // Unroll = Unroll % 17 (0: the default)
-	Flags   uint8  // bit 0: Sorted; bit 1: no value output; bits 2-3: empty rows before the row; bits 4-5: the score type (ScoreTypes); bits 6-7: a cluster kernel's Cluster = 1 << bits
+	Flags   uint8  // bit 0: Sorted; bit 1: no value output; bits 2-3: empty rows before the row; bits 4-5: the score type (ScoreTypes); bits 6-7: a cluster kernel's Cluster = 1 << (bits + Seed bit 53)
 	N       uint32 // the row length (Length)
 	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
 	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
 	Pred    uint8  // gvr_topk's prediction: Preds[Pred % len(Preds)]
-	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55) and KeepOver (bit 54)
+	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55), KeepOver (bit 54) and, with Flags bits 6-7, Cluster (bit 53)
 }
 
 // Args are p's fields in order: the arguments of a fuzz function that
@@ -143,13 +143,14 @@ func (p Params) Case(maxN int) (Case, error) {
 	kernel := Kernels[int(p.Kernel)%len(Kernels)]
 	cluster := gen.IsClusterKernel(kernel)
 	if cluster {
-		// sm_90 or sm_100; clusters of 1 to 8 CTAs; the rounds signalled
+		// sm_90 or sm_100; clusters of 1 to 16 CTAs (16, non-portable, is
+		// what the Selector runs most at batch 1); the rounds signalled
 		// either way; with the keep or without; and, one time in two, a
 		// MaxN that makes part of the row stay in global memory.
 		if !cfg.Target.Has(ptx.FeatCluster) {
 			cfg.Target = []ptx.Target{ptx.SM90, ptx.SM100}[p.Target&1]
 		}
-		cfg.Cluster = 1 << (p.Flags >> 6)
+		cfg.Cluster = 1 << (p.Flags>>6 + uint8(p.Seed>>53&1))
 		cfg.MbarrierRounds = p.Seed>>55&1 != 0
 		cfg.KeepOver = p.Seed>>54&1 != 0
 	}
