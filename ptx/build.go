@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // NewModule starts a module for target t.
@@ -71,10 +72,33 @@ func (m *Module) Build() error {
 }
 
 // callerPos is the file:line of the first caller outside package ptx.
+// Every instruction records it, so it is resolved once per return address
+// (posAt): resolving the frames of every call took most of a kernel's
+// generation time.
 func callerPos() string {
-	pcs := make([]uintptr, 16)
-	n := runtime.Callers(2, pcs)
-	frames := runtime.CallersFrames(pcs[:n])
+	var pcs [16]uintptr
+	n := runtime.Callers(2, pcs[:])
+	for _, pc := range pcs[:n] {
+		if pos := posAt(pc); pos != "" {
+			return pos
+		}
+	}
+	return "?"
+}
+
+// positions caches posAt: return address -> position ("" where every frame
+// at it is in package ptx).
+var positions sync.Map
+
+// posAt is the file:line of the first frame outside package ptx among the
+// frames at return address pc (more than one where calls were inlined),
+// or "" if there is none.
+func posAt(pc uintptr) string {
+	if pos, ok := positions.Load(pc); ok {
+		return pos.(string)
+	}
+	pos := ""
+	frames := runtime.CallersFrames([]uintptr{pc})
 	for {
 		f, more := frames.Next()
 		if !strings.HasPrefix(f.Function, "github.com/gvr-go/gvr/ptx.") || strings.HasSuffix(f.File, "_test.go") {
@@ -84,12 +108,15 @@ func callerPos() string {
 					file = file[j+1:]
 				}
 			}
-			return fmt.Sprintf("%s:%d", file, f.Line)
+			pos = fmt.Sprintf("%s:%d", file, f.Line)
+			break
 		}
 		if !more {
-			return "?"
+			break
 		}
 	}
+	positions.Store(pc, pos)
+	return pos
 }
 
 // Param adds a kernel parameter.

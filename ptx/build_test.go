@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gvr-go/gvr/ptx"
 )
 
@@ -246,6 +248,33 @@ func TestBuilderErrorsCarryPosition(t *testing.T) {
 	}
 	if len(errs) != len(want) {
 		t.Errorf("%d errors, want %d:\n%s", len(errs), len(want), err)
+	}
+}
+
+// Positions are resolved once per return address (callerPos caches
+// them): one helper inside package ptx reached from two lines, and one
+// line reached twice, each still name the line of the call.
+func TestInstPositions(t *testing.T) {
+	_, e, n := loopEntry()
+	var want []string
+	for range 2 {
+		want = append(want, nextLine())
+		e.Add(n, n, ptx.Imm(1))
+	}
+	want = append(want, nextLine())
+	e.If(e.Pred(), func() {}) // a setp-free If: its bra comes from package ptx
+	want = append(want, nextLine())
+	e.Mov(n, ptx.Imm(3))
+	var got []string
+	for _, s := range e.Body {
+		if in, ok := s.(*ptx.Inst); ok {
+			got = append(got, in.Pos)
+		}
+	}
+	// The If emits its branch; the written register's set-up comes first.
+	got = got[len(got)-len(want):]
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("instruction positions (-want +got):\n%s", diff)
 	}
 }
 
