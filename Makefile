@@ -48,8 +48,13 @@ fmt-check: ## fail listing tracked .go files that gofmt would change
 	@out=$$(git ls-files -z '*.go' | xargs -0 -r $(GOFMT) -l 2>&1); \
 	if [ -n "$$out" ]; then echo "gofmt -w needed:" >&2; echo "$$out" >&2; exit 1; fi
 
-vet: ## go vet ./...
+# staticcheck's bug checks (SA*, not its style checks), pinned; fetched
+# through the module proxy by go run, not a dependency of the module. They
+# found two tests whose -0.0 was +0 (Go's constant -0.0 is zero).
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+vet: ## go vet ./... and staticcheck's bug checks (SA*)
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) -checks 'SA*' ./...
 
 ptxas: ## fetch pinned ptxas 11.8 into the cache, print its path
 	scripts/cuda-tools.sh ptxas
@@ -112,9 +117,10 @@ CUDA_RUN = ce='$(CUDA_ENV)'; [ -n "$$ce" ] || ce=$$(scripts/cuda-tools.sh env) |
 # Where make gpu-test puts what the GPU machine runs (git-ignored).
 GPUBIN := gpubin
 
-cuda: ## go vet and go build with -tags cuda, against the pinned CUDA 11.8 headers
-	@echo "$(GO) vet -tags cuda ./... && $(GO) build -tags cuda ./..."
+cuda: ## go vet, staticcheck's bug checks and go build with -tags cuda, against the pinned CUDA 11.8 headers
+	@echo "$(GO) vet -tags cuda ./... && staticcheck -checks 'SA*' -tags cuda ./... && $(GO) build -tags cuda ./..."
 	@$(CUDA_RUN) $(GO) vet -tags cuda ./...
+	@$(CUDA_RUN) $(GO) run $(STATICCHECK) -checks 'SA*' -tags cuda ./...
 	@$(CUDA_RUN) $(GO) build -tags cuda ./...
 
 gpu-test: ## build GPU test + benchmark binaries and sm_90/100/120 PTX into gpubin/ (run scripts/gpu-run.sh on the GPU machine)

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,7 +87,7 @@ func kitchenSink(t *testing.T) *Module {
 	e.Cvt(f, x)
 	e.Add(f, f, Float(1.5))
 	e.Mul(f, f, FloatBits(0x7FC00000))
-	e.Mad(f, f, f, Float(-0.0))
+	e.Mad(f, f, f, Float(float32(math.Copysign(0, -1))))
 	e.Div(f, f, Float(3))
 	e.Min(f, f, Float(2))
 	e.Emit("max", []string{"NaN", "f32"}, f, f, Float(1))

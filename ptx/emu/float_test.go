@@ -456,7 +456,7 @@ func TestCvtFloat(t *testing.T) {
 		{[]string{"rzi", "s32", "f32"}, []uint64{f(2.7), f(-2.7), f(3e9), f(-3e9), nanF, f(float32(math.Inf(1)))},
 			[]uint64{2, 0xFFFFFFFE, 0x7FFFFFFF, 0x80000000, 0, 0x7FFFFFFF}},
 		{[]string{"rni", "s32", "f32"}, []uint64{f(2.5), f(3.5), f(-2.5), f(-0.5)}, []uint64{2, 4, 0xFFFFFFFE, 0}},
-		{[]string{"rmi", "s32", "f32"}, []uint64{f(2.5), f(-2.5), f(-0.0)}, []uint64{2, 0xFFFFFFFD, 0}},
+		{[]string{"rmi", "s32", "f32"}, []uint64{f(2.5), f(-2.5), f(float32(math.Copysign(0, -1)))}, []uint64{2, 0xFFFFFFFD, 0}},
 		{[]string{"rpi", "s32", "f32"}, []uint64{f(2.5), f(-2.5)}, []uint64{3, 0xFFFFFFFE}},
 		{[]string{"rzi", "u32", "f32"}, []uint64{f(-1), f(5e9), f(4294967040), nanF}, []uint64{0, 0xFFFFFFFF, 4294967040, 0}},
 		{[]string{"rmi", "ftz", "s32", "f32"}, []uint64{0x80000001}, []uint64{0}},
