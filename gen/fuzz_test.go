@@ -67,7 +67,11 @@ import (
 
 // fixedBugs are the fixedbug-* corpus entries, by file name
 // (<FuzzName>/<file>), and what each found.
-var fixedBugs = map[string]string{}
+var fixedBugs = map[string]string{
+	"FuzzTopKConfig/fixedbug-cgvr-keep-bins2": "gvr_topk_cluster with KeepOver and Bins = 2 (C = 2, 32 threads): " +
+		"generation panicked (\"Phase 4's histograms are not contiguous\": two 8-byte histograms 16-byte aligned) " +
+		"before finding that they hold no slot a thread, where the keep is off",
+}
 
 // knownFailures are fuzz inputs that fail today, keyed by inputKey, each
 // with the bug: the fuzz functions skip them, so the rest of the corpus

@@ -77,17 +77,18 @@ type overKeep struct {
 const keepGroup = 4
 
 // newOverKeep sets up a cluster Top-K kernel's keep (nil where the
-// histograms hold less than a slot a thread).
+// histograms hold less than a slot a thread: with Bins = 2, say, whose two
+// 8-byte histograms are not even contiguous, 16-byte aligned).
 func (t *topk) newOverKeep() *overKeep {
 	h := t.sel.hist
-	if h[1].off != h[0].off+h[0].bytes {
-		panic("gen: Phase 4's histograms are not contiguous")
-	}
-	slots := region{name: "keep", off: h[0].off, bytes: h[0].bytes + h[1].bytes}
-	per := slots.bytes / 4 / t.threads
+	per := (h[0].bytes + h[1].bytes) / 4 / t.threads
 	if t.part == nil || per == 0 {
 		return nil
 	}
+	if h[1].off != h[0].off+h[0].bytes {
+		panic("gen: Phase 4's histograms hold a slot a thread but are not contiguous")
+	}
+	slots := region{name: "keep", off: h[0].off, bytes: h[0].bytes + h[1].bytes}
 	return &overKeep{slots: slots, per: per, n: t.constU32(0), low: t.f32()}
 }
 
