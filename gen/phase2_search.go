@@ -8,44 +8,6 @@ import (
 	"github.com/gvr-go/gvr/ptx"
 )
 
-// logSecant sets x to the point between g.lo and g.hi where the count,
-// interpolated in log(count), reaches target. Tail counts fall roughly
-// exponentially with the threshold, which a linear secant follows badly.
-// With damp set, the step from the end just measured (lo if fromLo holds,
-// else hi) goes at most the damping fraction of the way.
-func (t *topk) logSecant(x ptx.Reg, g guess, target ptx.Operand, damp bool, fromLo ptx.Pred) {
-	e := t.e
-	a, b, lt := t.f32(), t.f32(), t.f32()
-	e.Lg2(a, g.cntLo)
-	e.Lg2(b, g.cntHi)
-	e.Lg2(lt, target)
-	frac, d := t.f32(), t.f32()
-	e.Sub(frac, a, lt)
-	e.Sub(d, a, b)
-	e.Div(frac, frac, d)
-	if damp {
-		e.IfElse(fromLo, func() { e.Min(frac, frac, ptx.Float(damping)) },
-			func() { e.Max(frac, frac, ptx.Float(1-damping)) })
-	}
-	e.Sub(d, g.hi, g.lo)
-	e.Mad(x, frac, d, g.lo)
-}
-
-// target is the count Phase 2 aims for: inside [K, MaxCandidates], nearer
-// K, so that Phases 3 and 4 have few candidates but one more pass is
-// unlikely. How near depends on the sample (sampleRow): dense (16 or more
-// points expected in the Top-K, 8 distinct in runs), its estimate is good enough to aim an
-// eighth of the way (Phases 3 and 4 then take ~2500 candidates instead of
-// ~2900 at K = 2048); sparser (N > 256K at K = 2048), a quarter, or the
-// first pass misses more often than the smaller window saves (perf notes
-// 51).
-func (t *topk) target(dense bool) int {
-	if dense {
-		return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/8
-	}
-	return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/4
-}
-
 // verdict is what Phase 2 found, the same in every thread but mine.
 type verdict struct {
 	thr   ptx.Reg  // f32 the threshold
@@ -209,4 +171,42 @@ func (s *search) next(done ptx.Label) {
 	}, func() {
 		e.Mov(s.thr, ptx.FloatBits(0x7FC00000)) // NaN: bisect
 	})
+}
+
+// logSecant sets x to the point between g.lo and g.hi where the count,
+// interpolated in log(count), reaches target. Tail counts fall roughly
+// exponentially with the threshold, which a linear secant follows badly.
+// With damp set, the step from the end just measured (lo if fromLo holds,
+// else hi) goes at most the damping fraction of the way.
+func (t *topk) logSecant(x ptx.Reg, g guess, target ptx.Operand, damp bool, fromLo ptx.Pred) {
+	e := t.e
+	a, b, lt := t.f32(), t.f32(), t.f32()
+	e.Lg2(a, g.cntLo)
+	e.Lg2(b, g.cntHi)
+	e.Lg2(lt, target)
+	frac, d := t.f32(), t.f32()
+	e.Sub(frac, a, lt)
+	e.Sub(d, a, b)
+	e.Div(frac, frac, d)
+	if damp {
+		e.IfElse(fromLo, func() { e.Min(frac, frac, ptx.Float(damping)) },
+			func() { e.Max(frac, frac, ptx.Float(1-damping)) })
+	}
+	e.Sub(d, g.hi, g.lo)
+	e.Mad(x, frac, d, g.lo)
+}
+
+// target is the count Phase 2 aims for: inside [K, MaxCandidates], nearer
+// K, so that Phases 3 and 4 have few candidates but one more pass is
+// unlikely. How near depends on the sample (sampleRow): dense (16 or more
+// points expected in the Top-K, 8 distinct in runs), its estimate is good enough to aim an
+// eighth of the way (Phases 3 and 4 then take ~2500 candidates instead of
+// ~2900 at K = 2048); sparser (N > 256K at K = 2048), a quarter, or the
+// first pass misses more often than the smaller window saves (perf notes
+// 51).
+func (t *topk) target(dense bool) int {
+	if dense {
+		return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/8
+	}
+	return t.cfg.K + (t.cfg.MaxCandidates-t.cfg.K)/4
 }
