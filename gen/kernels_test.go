@@ -1,10 +1,13 @@
 package gen_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/internal/fuzzcase"
 	"github.com/gvr-go/gvr/ptx"
 )
 
@@ -65,5 +68,42 @@ func TestValidate(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("K=%d: %v", k, err)
 		}
+	}
+}
+
+// TestGenerateValidConfigs: every configuration Validate accepts
+// generates, without a panic or an error, instrumented or not. The
+// configurations are the fuzzers' (fuzzcase.Random, decoded into the valid
+// space: every Top-K kernel, cluster sizes, MaxN, the keep, score types),
+// generated and not run, so many more of them than the fuzzers run in the
+// same time: generating gvr_topk_cluster with the keep and Bins = 2
+// panicked (FuzzTopKConfig's fixedbug-cgvr-keep-bins2).
+func TestGenerateValidConfigs(t *testing.T) {
+	const parts, perPart = 4, 60
+	for part := range parts {
+		t.Run(fmt.Sprint("part=", part), func(t *testing.T) {
+			t.Parallel()
+			for i := part * perPart; i < (part+1)*perPart; i++ {
+				p := fuzzcase.Random(rand.New(rand.NewPCG(1, uint64(i))))
+				c, err := p.Case(1 << 22)
+				if err != nil {
+					continue // no valid configuration: Case says so, and TestFuzzCorpus checks the seeds decode
+				}
+				for _, instrument := range []bool{false, true} {
+					cfg := c.Config
+					cfg.Instrument = instrument
+					func() {
+						defer func() {
+							if r := recover(); r != nil {
+								t.Errorf("%s %+v: panic: %v", c.Kernel, cfg, r)
+							}
+						}()
+						if _, err := gen.Generate(c.Kernel, cfg); err != nil {
+							t.Errorf("%s %+v: %v", c.Kernel, cfg, err)
+						}
+					}()
+				}
+			}
+		})
 	}
 }
