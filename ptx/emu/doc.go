@@ -85,7 +85,9 @@
 // generic shared addresses are 0x7000_0000_0000 plus that. A CTA's shared
 // memory starts as garbage (every byte 0xA5), as on a GPU, where it holds
 // what the SM's last CTA left: a kernel that reads a word it never wrote
-// goes wrong here too. Every access must
+// goes wrong here too. So do a CTA's registers (0xA5 in every byte) and
+// predicates (true in the lanes of mask 0xA5A5A5A5), undefined in PTX
+// until written. Every access must
 // be naturally aligned to its whole size (16 bytes for .v4.f32). Parameters
 // are packed by the .param list at natural alignment, from the launch's
 // Args (the low bytes for narrower types, float32 as its bits).

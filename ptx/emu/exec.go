@@ -133,8 +133,31 @@ type barrier struct {
 	waiting  []*warp
 }
 
-// smemGarbage is every byte of a CTA's shared memory at its start.
+// smemGarbage is every byte of a CTA's shared memory at its start, and of
+// its registers and predicates (regGarbage).
 const smemGarbage = 0xA5
+
+// regGarbage is every register lane's value at a CTA's start, and
+// predGarbage every predicate's lane mask: smemGarbage in every byte (a u32
+// reads 0xA5A5A5A5, an f32 -2.9e-16; half of a predicate's lanes true).
+const (
+	regGarbage  = 0xA5A5A5A5A5A5A5A5
+	predGarbage = 0xA5A5A5A5
+)
+
+// garbageRegs fills r, a warp's registers, with regGarbage: one register,
+// then doubling copies.
+func garbageRegs(r [][32]uint64) {
+	if len(r) == 0 {
+		return
+	}
+	for l := range r[0] {
+		r[0][l] = regGarbage
+	}
+	for n := 1; n < len(r); n *= 2 {
+		copy(r[n:], r[:n])
+	}
+}
 
 // newCTA sets up the warps of CTA id, rank rank of cluster cl, reusing
 // the launch's register files.
@@ -159,8 +182,13 @@ func (ls *launchState) newCTA(cl *cluster, id [3]int, rank int) *cta {
 	}
 	c.warps = ls.pool[rank*nw : (rank+1)*nw]
 	for i, w := range c.warps {
-		clear(w.r)
-		clear(w.p)
+		// Registers start undefined in PTX: garbage, not zeros, as shared
+		// memory does, so that a kernel which reads a register it never
+		// wrote (on some path) goes wrong here too.
+		garbageRegs(w.r)
+		for j := range w.p {
+			w.p[j] = predGarbage
+		}
 		*w = warp{c: c, id: i, r: w.r, p: w.p, groups: w.groups[:0], cache: w.cache}
 		n := min(32, ls.nthreads-32*i)
 		w.exists = uint32(mask(n))

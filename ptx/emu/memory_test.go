@@ -300,3 +300,44 @@ func TestSharedStartsAsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// Registers and predicates start as garbage in every CTA too, as they are
+// undefined in PTX: a register read before any write is 0xA5A5A5A5 in each
+// 32-bit half, and a predicate holds in the lanes of mask 0xA5A5A5A5, also
+// in CTAs that reuse an earlier CTA's warps (which wrote them).
+func TestRegistersStartAsGarbage(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	out := e.LdParam(e.Param("out", ptx.U64))
+	v, held, tid, i := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+	p := e.Pred()
+	e.Selp(held, ptx.Imm(1), ptx.Imm(0), p)
+	e.Mov(tid, ptx.TidX)
+	e.Mov(i, ptx.CtaIDX)
+	e.Mad(i, i, ptx.Imm(64), tid)
+	e.Mul(i, i, ptx.Imm(2))
+	storeAt(e, out, i, v)
+	e.Add(i, i, ptx.Imm(1))
+	storeAt(e, out, i, held)
+	// Written now: the next CTA on these warps must not see it.
+	e.Mov(v, ptx.Imm(7))
+	e.Setp(p, ptx.EQ, v, ptx.Imm(7))
+	e.Ret()
+	prog := mustLoad(t, m)
+	mem := NewMemory()
+	const ctas, threads = 3, 64
+	o := mem.Alloc(4*2*ctas*threads, 0)
+	if _, err := prog.Run(mem, Launch{Grid: [3]int{ctas}, Args: mustArgs(t, prog, "k", threads, 0).Set("out", o)}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustReadU32s(t, mem, o, 2*ctas*threads)
+	for th := range ctas * threads {
+		lane := th % 32
+		if got[2*th] != 0xA5A5A5A5 {
+			t.Errorf("thread %d: register %#x, want 0xa5a5a5a5 (registers start as garbage)", th, got[2*th])
+		}
+		if want := uint32(0xA5A5A5A5) >> lane & 1; got[2*th+1] != want {
+			t.Errorf("thread %d (lane %d): predicate %d, want %d (lane %d of 0xa5a5a5a5)", th, lane, got[2*th+1], want, lane)
+		}
+	}
+}
