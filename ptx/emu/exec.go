@@ -134,30 +134,20 @@ type barrier struct {
 }
 
 // smemGarbage is every byte of a CTA's shared memory at its start, and of
-// its registers and predicates (regGarbage).
+// its registers and predicates (garbageReg).
 const smemGarbage = 0xA5
 
-// regGarbage is every register lane's value at a CTA's start, and
-// predGarbage every predicate's lane mask: smemGarbage in every byte (a u32
-// reads 0xA5A5A5A5, an f32 -2.9e-16; half of a predicate's lanes true).
-const (
-	regGarbage  = 0xA5A5A5A5A5A5A5A5
-	predGarbage = 0xA5A5A5A5
-)
+// garbageReg is every register's lanes at a CTA's start, and predGarbage
+// every predicate's lane mask: smemGarbage in every byte (a u32 reads
+// 0xA5A5A5A5, an f32 -2.9e-16; half of a predicate's lanes true).
+var garbageReg = func() (r [32]uint64) {
+	for l := range r {
+		r[l] = 0xA5A5A5A5A5A5A5A5
+	}
+	return r
+}()
 
-// garbageRegs fills r, a warp's registers, with regGarbage: one register,
-// then doubling copies.
-func garbageRegs(r [][32]uint64) {
-	if len(r) == 0 {
-		return
-	}
-	for l := range r[0] {
-		r[0][l] = regGarbage
-	}
-	for n := 1; n < len(r); n *= 2 {
-		copy(r[n:], r[:n])
-	}
-}
+const predGarbage = 0xA5A5A5A5
 
 // newCTA sets up the warps of CTA id, rank rank of cluster cl, reusing
 // the launch's register files.
@@ -185,7 +175,9 @@ func (ls *launchState) newCTA(cl *cluster, id [3]int, rank int) *cta {
 		// Registers start undefined in PTX: garbage, not zeros, as shared
 		// memory does, so that a kernel which reads a register it never
 		// wrote (on some path) goes wrong here too.
-		garbageRegs(w.r)
+		for j := range w.r {
+			w.r[j] = garbageReg
+		}
 		for j := range w.p {
 			w.p[j] = predGarbage
 		}
