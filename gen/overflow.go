@@ -177,6 +177,10 @@ func (t *topk) walkKept(visit func(x ptx.Reg, idx func() ptx.Reg)) {
 				p := t.setp(ptx.GT, k.n, ptx.Imm(int64(j)))
 				slot, vi := t.u32(), t.u32()
 				e.Add(slot, t.tid, ptx.Imm(int64(j*t.threads)))
+				// A value where the slot is empty too: else ptxas keeps vi's
+				// old value alive across Phase 2's passes and spills it
+				// (perf notes 86).
+				e.Mov(vi, ptx.Imm(0))
 				e.Guarded(p, func() { e.Ld(ptx.SpaceShared, vi, t.smem.elem(k.slots, slot, 4)) })
 				in, vidx, xs = append(in, p), append(vidx, vi), append(xs, t.loadVecIf(p, v.vrow, vi))
 			}
