@@ -758,14 +758,16 @@ func (b *kthBound) add(k ptx.Reg) {
 // its slice, the part that did not fit only where Phase 2's first pass
 // found it high, where it kept that (walkOver). Every pass at the same threshold
 // visits the same elements per thread, in the same order, so a count from
-// one pass tells where the next one's elements go.
-func (t *topk) walkMine(thr ptx.Reg, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+// one pass tells where the next one's elements go. overUnroll is the
+// vectors in flight a step in the walk over the part of a slice that did
+// not fit (the row walk of a kernel without a cluster takes cfg.unroll()).
+func (t *topk) walkMine(thr ptx.Reg, overUnroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
 	if t.part == nil {
 		t.rowWalk(t.row, t.n, t.cfg.unroll(), visit)
 		return
 	}
 	t.heldWalk(t.part.s, visit)
-	t.walkOver(thr, visit)
+	t.walkOver(thr, overUnroll, visit)
 }
 
 // countMine counts this thread's elements of walkMine >= each of thrs (or
@@ -775,7 +777,7 @@ func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg {
 	if t.keep != nil && len(thrs) > 1 {
 		panic("gen: countMine with a keep counts one threshold (countFirst counts the first pass's)")
 	}
-	return t.countGEWalk(func(visit func(x ptx.Reg, idx func() ptx.Reg)) { t.walkMine(thrs[0], visit) }, thrs)
+	return t.countGEWalk(func(visit func(x ptx.Reg, idx func() ptx.Reg)) { t.walkMine(thrs[0], t.cfg.unroll(), visit) }, thrs)
 }
 
 // rowTotals adds each of vals (per-thread u32 counts) over the row: across

@@ -146,17 +146,17 @@ func (t *topk) keepVec(high ptx.Pred, vidx ptx.Reg) {
 // walkOver visits this thread's over elements at or above thr (or NaN),
 // and maybe others: the head's, the kept vectors' and the tail's where
 // they hold all of them (thr at or above low, none lost), else the whole
-// over part.
-func (t *topk) walkOver(thr ptx.Reg, visit func(x ptx.Reg, idx func() ptx.Reg)) {
+// over part, unroll vectors a step.
+func (t *topk) walkOver(thr ptx.Reg, unroll int, visit func(x ptx.Reg, idx func() ptx.Reg)) {
 	e, k, s := t.e, t.keep, t.part.s
 	if k == nil {
-		t.overWalk(s, t.cfg.unroll(), visit)
+		t.overWalk(s, unroll, visit)
 		return
 	}
 	// Ordered: false where thr or low is NaN.
 	use := t.setp(ptx.GE, thr, k.low)
 	e.AndPred(use, use, t.setp(ptx.LE, k.n, ptx.Imm(int64(k.per))))
-	e.IfElse(use, func() { t.walkKept(visit) }, func() { t.overWalk(s, t.cfg.unroll(), visit) })
+	e.IfElse(use, func() { t.walkKept(visit) }, func() { t.overWalk(s, unroll, visit) })
 }
 
 // walkKept is walkOver's walk of the kept vectors, in the over walk's

@@ -7,6 +7,10 @@ import (
 	"github.com/gvr-go/gvr/ptx"
 )
 
+// collectOverUnroll is the vectors in flight a step in Phase 3's walk
+// over the part of a slice that did not fit into a cluster's shared memory.
+const collectOverUnroll = 4
+
 // phase3Collect writes every element >= v.thr (or NaN) into the candidate
 // buffer. Each thread's count from Phase 2's last pass gives, by a block
 // prefix sum, where its candidates go: no ballots, no atomics, no second
@@ -30,7 +34,10 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	e.Mad(a, pos, ptx.Imm(4), t.smem.base)
 	e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
-	t.walkMine(v.thr, func(x ptx.Reg, idx func() ptx.Reg) {
+	// The over walk 4 vectors a step, not cfg.unroll()'s 8: the element
+	// indices a step carries beside its values made ptxas spill (perf
+	// notes 86 and 87).
+	t.walkMine(v.thr, min(collectOverUnroll, t.cfg.unroll()), func(x ptx.Reg, idx func() ptx.Reg) {
 		// Predicated, not branched: the pass streams like a counting pass.
 		// (One 8-byte store of value and index measured 60% slower on an
 		// H200 than these two.)
