@@ -7,9 +7,10 @@ import (
 	"github.com/gvr-go/gvr/ptx"
 )
 
-// collectOverUnroll is the vectors in flight a step in Phase 3's walk
-// over the part of a slice that did not fit into a cluster's shared memory.
-const collectOverUnroll = 4
+// collectOverElems is the elements a step of Phase 3's walk over the part
+// of a slice that did not fit into a cluster's shared memory loads: 4
+// vectors of float32 scores, 2 of 16-bit ones.
+const collectOverElems = 16
 
 // phase3Collect writes every element >= v.thr (or NaN) into the candidate
 // buffer. Each thread's count from Phase 2's last pass gives, by a block
@@ -34,10 +35,10 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	e.Mad(a, pos, ptx.Imm(4), t.smem.base)
 	e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
-	// The over walk 4 vectors a step, not cfg.unroll()'s 8: the element
-	// indices a step carries beside its values made ptxas spill (perf
-	// notes 86 and 87).
-	t.walkMine(v.thr, min(collectOverUnroll, t.cfg.unroll()), func(x ptx.Reg, idx func() ptx.Reg) {
+	// The over walk 16 elements a step, not cfg.unroll()'s 32 or 48: the
+	// element indices a step carries beside its values made ptxas spill
+	// (perf notes 86 and 87).
+	t.walkMine(v.thr, min(collectOverElems/t.perVec(), t.cfg.unroll()), func(x ptx.Reg, idx func() ptx.Reg) {
 		// Predicated, not branched: the pass streams like a counting pass.
 		// (One 8-byte store of value and index measured 60% slower on an
 		// H200 than these two.)
