@@ -20,7 +20,9 @@ type Config struct {
 	// N >= 64K, while 16 gained little more for more registers), 6 for
 	// 16-bit rows (48 scores in flight a thread, more than float32's 32;
 	// at 8 their widening makes ptxas 12.4 spill about 110 bytes, at 6
-	// none).
+	// none). A cluster kernel's Phase 3 walks the part of its slice that
+	// did not fit at most 16 scores a step (collectOverElems): it carries
+	// their indices too.
 	Unroll int
 	// Instrument adds phase timestamps and counters written to a stats
 	// buffer. Off by default, and then free: no code is emitted for it.

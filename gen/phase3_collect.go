@@ -37,7 +37,7 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
 	// The over walk 16 elements a step, not cfg.unroll()'s 32 or 48: the
 	// element indices a step carries beside its values made ptxas spill
-	// (perf notes 86 and 87).
+	// (perf notes 86-88).
 	t.walkMine(v.thr, min(collectOverElems/t.perVec(), t.cfg.unroll()), func(x ptx.Reg, idx func() ptx.Reg) {
 		// Predicated, not branched: the pass streams like a counting pass.
 		// (One 8-byte store of value and index measured 60% slower on an
