@@ -74,14 +74,14 @@
 //     follow and, if only some of the elements equal to the K-th key fit, a
 //     select on their inverted indices, so ties go to the lowest indices.
 //
-// A row that fits the candidate buffer (K < n <= MaxCandidates) skips
-// Phases 1-3 in one CTA per row (heldSelect, PathHeld): it is loaded into
-// the buffer once, and Phase 4's select runs over the keys at or above a
-// bound on the K-th one (the least of every thread's ceil(K/B)-th largest
-// key: at least K keys reach it; the keys are stored beside the values
-// once), 32-37% faster than the four phases at 2K-6K on an H100, slower
-// from 8K, where the select's walks over all of the row cost more than
-// Phases 1-3 save (perf notes 58-61).
+// A row that fits the candidate buffer (K < n <= MaxCandidates) skips Phases
+// 1-3 in one CTA per row (held.go: heldSelect, PathHeld): it is loaded into
+// the buffer once, and Phase 4's select runs over the keys at or above a bound
+// on the K-th one (the least of every thread's ceil(K/B)-th largest key: at
+// least K keys reach it; the keys are stored beside the values once), 32-37%
+// faster than the four phases at 2K-6K on an H100, slower from 8K, where the
+// select's walks over all of the row cost more than Phases 1-3 save (perf
+// notes 58-61).
 //
 // Without a prediction (topk_fallback, or gvr_topk with an empty or garbage
 // one) the first guess comes from a strided row sample held in registers.
@@ -96,7 +96,7 @@
 // The output is written in walk order from block prefix sums, or in rank
 // order with Sorted: bit-identical run to run. The serving contracts are
 // parameters of every Top-K kernel: next_n (speculative-decoding rows),
-// row_starts and abs_idx (windows), out_count, and the page-table output;
+// row_starts and abs_idx (windows), out_count, and the page-table output (pages.go);
 // 16-bit scores are a Config.Scores of every Top-K kernel.
 //
 // Every kernel parameter is 64 bits wide (the kernel ABI), shared memory is

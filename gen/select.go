@@ -617,18 +617,6 @@ func (o outRow) buffered(sh selectShared) outRow {
 	return o
 }
 
-// pageOut is the fused page-table output of a row (the serving engines'
-// layout): slot j gets page_table[b][c / page_size] * page_size +
-// c % page_size for the slot's column c, or -1 where c is -1.
-type pageOut struct {
-	has   ptx.Pred // out_pages is not null
-	out   ptx.Reg  // u64 global address of the row's first slot
-	table ptx.Reg  // u64 global address of its batch's page-table row
-	size  ptx.Reg  // u32 page size, at least 1
-	shift ptx.Reg  // u32 log2 of the page size when it is a power of two
-	pow2  ptx.Pred // the page size is a power of two: a shift, not a division
-}
-
 // store puts the element (idx, bits) in output slot pos.
 func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	e := c.e
