@@ -1,0 +1,332 @@
+package gen
+
+// A row's output: the slots a selection is stored into (outRow), through a
+// shared-memory buffer or straight to global memory, and the sorting stage
+// that orders a selection by rank first where Config.Sorted asks.
+
+import (
+	"github.com/gvr-go/gvr/ptx"
+)
+
+// outRow is where a row's result goes: K index slots and, when vals is
+// not null, K value slots; or, for sorted output, the staging buffer that
+// sortStaged orders and copies there.
+type outRow struct {
+	idx     ptx.Reg  // u64 global address of the row's first index slot
+	vals    ptx.Reg  // u64 global address of the first value slot (0: none)
+	hasVals ptx.Pred // vals != 0
+	stage   *staging // non-nil: store into shared memory for sorting
+	pages   *pageOut // non-nil: also the fused page-table output (writePages)
+	// The elements' indices are the window's; start is where the window
+	// begins in the row (0 without windows), offset what is added to an
+	// index written out (start with absolute indices, else 0). The page
+	// table is indexed by the column in the row, index + start.
+	start, offset ptx.Reg // u32
+	slots         int     // K: the row's output slots
+	// buf, where set, is shared memory the selection goes to first, a
+	// slot's index and value bits at the same position of two regions,
+	// copied out in slot order after (writeSelected): a thread writing
+	// its own run of slots straight to global memory makes each of a
+	// warp's stores touch a line per lane.
+	buf *outBuf
+}
+
+// outBuf is outRow.buf: a u32 index and a u32 value slot per output slot.
+type outBuf struct{ idx, bits region }
+
+// buffered is o with its selection staged in the histograms of sh, which
+// are free once the K-th element is known, where they hold K slots (not
+// with a sorting stage, which is a buffer of its own).
+func (o outRow) buffered(sh selectShared) outRow {
+	if o.stage == nil && 4*o.slots <= sh.hist[0].bytes {
+		o.buf = &outBuf{idx: sh.hist[0], bits: sh.hist[1]}
+	}
+	return o
+}
+
+// store puts the element (idx, bits) in output slot pos.
+func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
+	e := c.e
+	if s := o.stage; s != nil {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.key, pos, 4), c.key(bits))
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.idx, pos, 4), idx)
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, pos, 4), bits)
+		return
+	}
+	valid := c.setp(ptx.NE, idx, ptx.Imm(0xFFFFFFFF)) // not a padding slot
+	out := c.u32()
+	e.Mov(out, idx)
+	e.Guarded(valid, func() { e.Add(out, out, o.offset) })
+	idx = out
+	if b := o.buf; b != nil {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(b.idx, pos, 4), idx)
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(b.bits, pos, 4), bits)
+		return
+	}
+	c.storeGlobal(o, pos, idx, bits)
+}
+
+// storeGlobal writes slot pos of o's row in global memory: the index, and
+// the value bits where o has values.
+func (c *cta) storeGlobal(o outRow, pos, idx, bits ptx.Reg) {
+	e := c.e
+	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, pos, 4), idx)
+	e.If(o.hasVals, func() {
+		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), bits)
+	})
+}
+
+// copyOut writes o's first n buffered slots to global memory, past a
+// barrier: consecutive threads, consecutive slots.
+func (c *cta) copyOut(o outRow, n ptx.Reg) {
+	e, b := c.e, o.buf
+	c.sync()
+	j := c.u32()
+	e.For(j, c.tid, n, ptx.Imm(int64(c.threads)), func() {
+		idx, bits := c.u32(), c.u32()
+		e.Ld(ptx.SpaceShared, idx, c.smem.elem(b.idx, j, 4))
+		e.Ld(ptx.SpaceShared, bits, c.smem.elem(b.bits, j, 4))
+		c.storeGlobal(o, j, idx, bits)
+	})
+}
+
+// staging holds a row's selected elements in shared memory for sorting:
+// size (a power of two, at least K) slots of key, index and float bits.
+type staging struct {
+	key, idx, bits region
+	size           int
+}
+
+func allocStaging(l *layout, k int) *staging {
+	size := 1
+	for size < k {
+		size *= 2
+	}
+	return &staging{
+		key:  l.alloc("stage_key", 4*size, 16),
+		idx:  l.alloc("stage_idx", 4*size, 16),
+		bits: l.alloc("stage_bits", 4*size, 16),
+		size: size,
+	}
+}
+
+// clearStaging fills every slot with padding: key 0 (below every real key;
+// the lowest is -Inf's), index -1 and value -Inf, which is what the slots
+// past a short row's length must hold, and where padding sorts: last.
+func (c *cta) clearStaging(s *staging) {
+	e := c.e
+	j := c.u32()
+	e.For(j, c.tid, ptx.Imm(int64(s.size)), ptx.Imm(int64(c.threads)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.key, j, 4), ptx.Imm(0))
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.idx, j, 4), ptx.Imm(0xFFFFFFFF))
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, j, 4), ptx.Imm(0xFF800000))
+	})
+	c.sync()
+}
+
+// sortStaged sorts the staging buffer into rank order (key descending,
+// then index ascending) with a bitonic network and copies its first k
+// slots to o's global row. Each thread holds E consecutive slots in
+// registers: stages whose partners are in the same thread compare in
+// registers, those within a warp exchange with shfl.bfly, and only those
+// across warps (strides of 32*E and more) go through shared memory, one
+// barrier each: 10 of the 66 stages for K = 2048.
+func (c *cta) sortStaged(s *staging, o outRow, k int) {
+	e := c.e
+	P := s.size
+	E := max(1, P/c.threads) // slots per thread
+	T := P / E               // threads holding slots
+	e.Comment("sorted output: bitonic sort of %d slots, %d per thread", P, E)
+	c.sync()
+	items := make([]sortItem, E)
+	for i := range items {
+		items[i] = sortItem{c.u32(), c.u32(), c.u32()}
+	}
+	holds := c.setp(ptx.LT, c.tid, ptx.Imm(int64(T)))
+	first := c.u32() // this thread's first slot
+	e.Mul(first, c.tid, ptx.Imm(int64(E)))
+	load := func() {
+		for i, it := range items {
+			e.Mov(it.key, ptx.Imm(0)) // padding, for threads that hold nothing
+			e.Mov(it.idx, ptx.Imm(0xFFFFFFFF))
+			e.Mov(it.bits, ptx.Imm(0xFF800000))
+			e.If(holds, func() { c.ldItem(s, first, i, it) })
+		}
+	}
+	store := func() {
+		e.If(holds, func() {
+			for i, it := range items {
+				c.stItem(s, first, i, it)
+			}
+		})
+	}
+	load()
+	for size := 2; size <= P; size *= 2 {
+		stride := size / 2
+		if stride >= warpSize*E {
+			store()
+			c.sync()
+			for ; stride >= warpSize*E; stride /= 2 {
+				c.sortStageShared(s, size, stride)
+				c.sync()
+			}
+			load()
+		}
+		for ; stride >= E; stride /= 2 {
+			c.sortStageShuffle(items, size, stride, E)
+		}
+		for ; stride >= 1; stride /= 2 {
+			c.sortStageRegisters(items, size, stride, E)
+		}
+	}
+	// Rank order: slot g is the row's g-th; padding sorted last.
+	out := o
+	out.stage = nil
+	for i, it := range items {
+		g := c.u32()
+		e.Add(g, first, ptx.Imm(int64(i)))
+		e.If(c.setp(ptx.LT, g, ptx.Imm(int64(k))), func() { c.store(out, g, it.idx, it.bits) })
+	}
+}
+
+// sortItem is one slot of the sort in registers.
+type sortItem struct{ key, idx, bits ptx.Reg }
+
+func (c *cta) ldItem(s *staging, first ptx.Reg, i int, it sortItem) {
+	for _, f := range []struct {
+		r region
+		v ptx.Reg
+	}{{s.key, it.key}, {s.idx, it.idx}, {s.bits, it.bits}} {
+		a := c.smem.elem(f.r, first, 4)
+		c.e.Ld(ptx.SpaceShared, f.v, ptx.At(a.Base, a.Off+int64(4*i)))
+	}
+}
+
+func (c *cta) stItem(s *staging, first ptx.Reg, i int, it sortItem) {
+	for _, f := range []struct {
+		r region
+		v ptx.Reg
+	}{{s.key, it.key}, {s.idx, it.idx}, {s.bits, it.bits}} {
+		a := c.smem.elem(f.r, first, 4)
+		c.e.St(ptx.SpaceShared, ptx.U32, ptx.At(a.Base, a.Off+int64(4*i)), f.v)
+	}
+}
+
+// before sets p to whether a comes before b in rank order.
+func (c *cta) before(a, b sortItem) ptx.Pred {
+	e := c.e
+	p := c.setp(ptx.GT, a.key, b.key)
+	same := c.setp(ptx.EQ, a.key, b.key)
+	e.AndPred(same, same, c.setp(ptx.LT, a.idx, b.idx))
+	e.OrPred(p, p, same)
+	return p
+}
+
+// reversed sets p to whether the bitonic block of size holding this
+// thread's slots (size >= E) is sorted in reverse: bit size of the slot.
+func (c *cta) reversed(size, E int) ptx.Pred {
+	b := c.u32()
+	c.e.And(b, c.tid, ptx.Imm(int64(size/E)))
+	return c.setp(ptx.NE, b, ptx.Imm(0))
+}
+
+// sortStageShuffle: partners in other lanes of the warp (E <= stride <
+// 32E). Slot i of lane l pairs with slot i of lane l ^ stride/E; the lane
+// of the lower slot keeps the first of the pair in rank order unless the
+// block is reversed.
+func (c *cta) sortStageShuffle(items []sortItem, size, stride, E int) {
+	e := c.e
+	lanes := int64(stride / E)
+	hi := c.u32()
+	e.And(hi, c.tid, ptx.Imm(lanes))
+	keepFirst := c.setp(ptx.EQ, hi, ptx.Imm(0))
+	e.XorPred(keepFirst, keepFirst, c.reversed(size, E))
+	for _, it := range items {
+		p := sortItem{c.u32(), c.u32(), c.u32()}
+		for _, f := range [][2]ptx.Reg{{p.key, it.key}, {p.idx, it.idx}, {p.bits, it.bits}} {
+			e.Shfl(ptx.ShflBfly, f[0], f[1], ptx.Imm(lanes), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+		}
+		// Take the partner's slot when it is the one this lane keeps.
+		take := c.before(it, p)
+		e.XorPred(take, take, keepFirst)
+		e.Guarded(take, func() {
+			e.Mov(it.key, p.key)
+			e.Mov(it.idx, p.idx)
+			e.Mov(it.bits, p.bits)
+		})
+	}
+}
+
+// sortStageRegisters: partners in the same thread (stride < E).
+func (c *cta) sortStageRegisters(items []sortItem, size, stride, E int) {
+	e := c.e
+	var rev ptx.Pred
+	if size >= E {
+		rev = c.reversed(size, E)
+	}
+	for i := range items {
+		if i&stride != 0 {
+			continue
+		}
+		a, b := items[i], items[i+stride]
+		swap := c.before(b, a)
+		if size >= E {
+			e.XorPred(swap, swap, rev)
+		} else if i&size != 0 { // the block lies within this thread
+			e.XorPred(swap, swap, c.truePred())
+		}
+		t := sortItem{c.u32(), c.u32(), c.u32()}
+		e.Guarded(swap, func() {
+			for _, f := range [][3]ptx.Reg{{t.key, a.key, b.key}, {t.idx, a.idx, b.idx}, {t.bits, a.bits, b.bits}} {
+				e.Mov(f[0], f[1])
+				e.Mov(f[1], f[2])
+				e.Mov(f[2], f[0])
+			}
+		})
+	}
+}
+
+func (c *cta) truePred() ptx.Pred {
+	p := c.pred()
+	c.e.SetpT(ptx.U32, p, ptx.EQ, c.tid, c.tid)
+	return p
+}
+
+// sortStageShared: partners in other warps, through shared memory.
+func (c *cta) sortStageShared(s *staging, size, stride int) {
+	e := c.e
+	i := c.u32()
+	e.For(i, c.tid, ptx.Imm(int64(s.size/2)), ptx.Imm(int64(c.threads)), func() {
+		// Pair i compares slots a (i with a zero bit spliced in at
+		// stride) and b = a + stride.
+		a, hi := c.u32(), c.u32()
+		e.And(hi, i, ptx.Imm(int64(^(stride-1)&0x7FFFFFFF)))
+		e.Shl(hi, hi, ptx.Imm(1))
+		e.And(a, i, ptx.Imm(int64(stride-1)))
+		e.Or(a, a, hi)
+		b := c.u32()
+		e.Add(b, a, ptx.Imm(int64(stride)))
+		x, y := sortItem{c.u32(), c.u32(), c.u32()}, sortItem{c.u32(), c.u32(), c.u32()}
+		for _, f := range []struct {
+			r    region
+			x, y ptx.Reg
+		}{{s.key, x.key, y.key}, {s.idx, x.idx, y.idx}, {s.bits, x.bits, y.bits}} {
+			e.Ld(ptx.SpaceShared, f.x, c.smem.elem(f.r, a, 4))
+			e.Ld(ptx.SpaceShared, f.y, c.smem.elem(f.r, b, 4))
+		}
+		// Blocks whose bit size is set are ordered in reverse.
+		rev := c.u32()
+		e.And(rev, a, ptx.Imm(int64(size)))
+		swap := c.setp(ptx.NE, rev, ptx.Imm(0))
+		e.XorPred(swap, swap, c.before(y, x))
+		e.Guarded(swap, func() {
+			for _, f := range []struct {
+				r    region
+				x, y ptx.Reg
+			}{{s.key, x.key, y.key}, {s.idx, x.idx, y.idx}, {s.bits, x.bits, y.bits}} {
+				e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(f.r, a, 4), f.y)
+				e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(f.r, b, 4), f.x)
+			}
+		})
+	})
+}
