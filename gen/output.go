@@ -192,23 +192,25 @@ func (c *cta) sortStaged(s *staging, o outRow, k int) {
 // sortItem is one slot of the sort in registers.
 type sortItem struct{ key, idx, bits ptx.Reg }
 
+// ldItem loads it from slot first+i of s.
 func (c *cta) ldItem(s *staging, first ptx.Reg, i int, it sortItem) {
-	for _, f := range []struct {
-		r region
-		v ptx.Reg
-	}{{s.key, it.key}, {s.idx, it.idx}, {s.bits, it.bits}} {
-		a := c.smem.elem(f.r, first, 4)
-		c.e.Ld(ptx.SpaceShared, f.v, ptx.At(a.Base, a.Off+int64(4*i)))
-	}
+	c.itemSlots(s, first, i, it, func(a ptx.Addr, v ptx.Reg) { c.e.Ld(ptx.SpaceShared, v, a) })
 }
 
+// stItem stores it into slot first+i of s.
 func (c *cta) stItem(s *staging, first ptx.Reg, i int, it sortItem) {
-	for _, f := range []struct {
+	c.itemSlots(s, first, i, it, func(a ptx.Addr, v ptx.Reg) { c.e.St(ptx.SpaceShared, ptx.U32, a, v) })
+}
+
+// itemSlots calls f with the address of each of it's three words in slot
+// first+i of s and the register that word goes to or comes from.
+func (c *cta) itemSlots(s *staging, first ptx.Reg, i int, it sortItem, f func(a ptx.Addr, v ptx.Reg)) {
+	for _, w := range []struct {
 		r region
 		v ptx.Reg
 	}{{s.key, it.key}, {s.idx, it.idx}, {s.bits, it.bits}} {
-		a := c.smem.elem(f.r, first, 4)
-		c.e.St(ptx.SpaceShared, ptx.U32, ptx.At(a.Base, a.Off+int64(4*i)), f.v)
+		a := c.smem.elem(w.r, first, 4)
+		f(ptx.At(a.Base, a.Off+int64(4*i)), w.v)
 	}
 }
 
