@@ -21,7 +21,7 @@
 // block each; cmd/ptxgen prints any of them and golden/ keeps their text.
 //
 // Kernels run one CTA per row, or one thread-block cluster per row (the
-// cluster kernels, sm_90+, cluster.go; a row longer than the cluster's
+// cluster kernels, sm_90+, cluster.go and cluster_topk.go; a row longer than the cluster's
 // shared memory holds is exact too, the part of each slice that does not
 // fit read from global memory, prefetched into L2 behind the slice's copy,
 // and with Config.KeepOver the vectors of it that hold high elements

@@ -18,7 +18,7 @@ import (
 //     the K-th value wider than MaxCandidates, say).
 //
 // gvr_topk_cluster and topk_fallback_cluster run the first two with one
-// cluster of CTAs per row (cluster.go). Rows of length n <= K are copied
+// cluster of CTAs per row (cluster_topk.go). Rows of length n <= K are copied
 // whole, padded with index -1 (value -Inf).
 //
 // This file holds what the kernels share: their state and parameters, the
