@@ -2,8 +2,9 @@
 # A/B of gvrbench binaries on a GPU machine, the project's method for a
 # kernel change: a base and one or more new binaries run on the same
 # flags, in turn (base, new, new2, ...), RUNS times each (default 2), in
-# one session on one device; then each new binary's medians are printed
-# against the base run of the same round (gvrbench -from -compare).
+# one session on one device; then each new binary's medians, and its
+# instrumented kernels' phases, are printed against the base run of the same
+# round (gvrbench -from -compare).
 #   scripts/gpu-ab.sh gpubin/gvrbench-base gpubin/gvrbench -kernels gvr,auto -batch 1,8 -n 65536,262144
 #   scripts/gpu-ab.sh gpubin/gvrbench gpubin/gvrbench-tie gpubin/gvrbench-ov -kernels auto
 # The binaries are the arguments before the first flag. Reports go to $OUT

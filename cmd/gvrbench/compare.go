@@ -1,16 +1,20 @@
 package main
 
 // The A/B view: two saved reports (-o) side by side, a kernel's median
-// against the same kernel's in the other report, per batch, N and mode.
+// against the same kernel's in the other report, per batch, N and mode,
+// and the instrumented kernels' phases.
 // Untagged, so that it runs (and is tested) without a GPU.
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/gvr-go/gvr/topk"
 )
 
 // readReport reads a report saved with -o.
@@ -75,4 +79,56 @@ func (r *Report) WriteComparison(w io.Writer, base *Report) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, strings.Join(lines, "\n"))
 	}
+	r.writePhaseComparison(w, base)
+}
+
+// stepMoved is the least change of a step inside Phases 1 and 4, in us,
+// that writePhaseComparison names.
+const stepMoved = 0.1
+
+// writePhaseComparison prints, for every kernel, batch and N that both
+// reports broke down (the instrumented kernels), the four phases' means
+// against base's, and the steps inside Phases 1 and 4 that moved by
+// stepMoved or more: where an A/B's time went.
+func (r *Report) writePhaseComparison(w io.Writer, base *Report) {
+	type key struct {
+		batch, n int
+		kernel   string
+	}
+	was := map[key]Phases{}
+	for _, p := range base.Phases {
+		was[key{p.Batch, p.N, p.Kernel}] = p
+	}
+	var lines []string
+	for _, p := range r.Phases {
+		b, ok := was[key{p.Batch, p.N, p.Kernel}]
+		if !ok {
+			continue
+		}
+		line := fmt.Sprintf("%5d %7d %-18s", p.Batch, p.N, p.Kernel)
+		for i := range p.PhaseUS {
+			line += fmt.Sprintf(" | %5.2f %5.2f %+5.2f", b.PhaseUS[i], p.PhaseUS[i], p.PhaseUS[i]-b.PhaseUS[i])
+		}
+		var moved []string
+		for i, name := range topk.Steps {
+			if d := p.StepUS[i] - b.StepUS[i]; math.Abs(d) >= stepMoved {
+				moved = append(moved, fmt.Sprintf("%s %+.2f", name, d))
+			}
+		}
+		lines = append(lines, line+" | "+strings.Join(moved, ", "))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	mode := "cold"
+	if r.PhasesWarm {
+		mode = "warm"
+	}
+	fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row): us against -> this, change; the steps inside Phases 1 and 4 that moved %.1f us or more\n", mode, stepMoved)
+	fmt.Fprintf(w, "%5s %7s %-18s", "batch", "N", "kernel")
+	for i := range 4 {
+		fmt.Fprintf(w, " | %17s", fmt.Sprintf("phase%d", i+1))
+	}
+	fmt.Fprintln(w, " | steps")
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }

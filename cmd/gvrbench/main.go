@@ -96,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON on stdout instead of the table")
 	fs.StringVar(&o.out, "o", "", "also write the JSON report to `file`")
 	charts := fs.String("charts", "", "also write charts (SVG and PNG) into `dir`: latency against N, phases, replay passes")
-	compare := fs.String("compare", "", "with -from: print its medians against those of the report in `file` (an A/B of two saved runs; needs no GPU)")
+	compare := fs.String("compare", "", "with -from: print its medians and phases against those of the report in `file` (an A/B of two saved runs; needs no GPU)")
 	from := fs.String("from", "", "print the report saved in `file` (-o) instead of measuring, and with -charts draw it; needs no GPU")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "gvrbench times gvr's Top-K kernels on the GVR paper's synthetic workload.\n\nUsage: gvrbench [flags]\n\nKernels:\n")

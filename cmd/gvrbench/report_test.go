@@ -328,6 +328,16 @@ func TestComparison(t *testing.T) {
 		{nu, 65536, "cold", "gvr", 19}, {nu, 8192, "cold", "cgvr8", 14}, {base, 8192, "graph", "gvr", 9}, {nu, 8192, "graph", "gvr", 9}} {
 		c.r.Timings = append(c.r.Timings, Timing{Batch: 1, N: c.n, Mode: c.mode, Kernel: c.k, MedianUS: c.us})
 	}
+	// Phases in both reports for auto at 8192; cgvr8's only in the new one.
+	var was, now Phases
+	was = Phases{Batch: 1, N: 8192, Kernel: "auto", PhaseUS: [4]float64{4, 1, 1.5, 3}}
+	now = was
+	now.PhaseUS[0] = 3.5
+	lengthStep, valuesStep := slices.Index(topk.Steps[:], "length"), slices.Index(topk.Steps[:], "p1 values")
+	was.StepUS[lengthStep], now.StepUS[lengthStep] = 0.7, 0.75 // moved less than stepMoved: not named
+	was.StepUS[valuesStep], now.StepUS[valuesStep] = 1.6, 1.1
+	base.Phases = []Phases{was}
+	nu.Phases = []Phases{now, {Batch: 1, N: 8192, Kernel: "cgvr8"}}
 	var b strings.Builder
 	nu.WriteComparison(&b, base)
 	out := b.String()
@@ -336,6 +346,8 @@ func TestComparison(t *testing.T) {
 		"    1    8192 |    13.0    12.0   -7.7% |    10.0    11.0  +10.0%",
 		"graph: median us",
 		"    1    8192 |     9.0     9.0   +0.0% |                        -",
+		"phases (instrumented kernels, cold, mean per row)",
+		"    1    8192 auto               |  4.00  3.50 -0.50 |  1.00  1.00 +0.00 |  1.50  1.50 +0.00 |  3.00  3.00 +0.00 | p1 values -0.50",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("comparison lacks %q:\n%s", want, out)
@@ -343,6 +355,9 @@ func TestComparison(t *testing.T) {
 	}
 	if strings.Contains(out, "cgvr8") || strings.Contains(out, "65536") {
 		t.Errorf("a kernel or row only one report has:\n%s", out)
+	}
+	if strings.Contains(out, "length") {
+		t.Errorf("a step that moved less than %v us is named:\n%s", stepMoved, out)
 	}
 }
 
