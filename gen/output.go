@@ -2,7 +2,7 @@ package gen
 
 // A row's output: the slots a selection is stored into (outRow), through a
 // shared-memory buffer or straight to global memory, and the sorting stage
-// that orders a selection by rank first where Config.Sorted asks.
+// that orders a selection by rank where Config.Sorted asks.
 
 import (
 	"github.com/gvr-go/gvr/ptx"
