@@ -142,12 +142,12 @@ const smemGarbage = 0xA5
 // 0xA5A5A5A5, an f32 -2.9e-16; half of a predicate's lanes true).
 var garbageReg = func() (r [32]uint64) {
 	for l := range r {
-		r[l] = 0xA5A5A5A5A5A5A5A5
+		r[l] = 0x0101010101010101 * smemGarbage
 	}
 	return r
 }()
 
-const predGarbage = 0xA5A5A5A5
+const predGarbage = 0x01010101 * smemGarbage
 
 // newCTA sets up the warps of CTA id, rank rank of cluster cl, reusing
 // the launch's register files.
