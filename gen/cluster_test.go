@@ -158,27 +158,38 @@ func TestClusterTopK(t *testing.T) {
 			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
 			for _, name := range []string{"gvr_topk_cluster", "topk_fallback_cluster"} {
 				p, k := load(t, name, cfg)
-				modes := []string{"none"}
-				if name == "gvr_topk_cluster" {
-					modes = []string{"perfect", "partial", "random", "garbage", "empty"}
-				}
-				for _, mode := range modes {
-					if mode != "none" {
-						predict(r, cs, mode, cfg.K)
-					}
-					var first string
-					for seed := range uint64(3) {
-						idx, vals, _ := launchSeed(t, p, k, cs, true, seed)
-						checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, cfg.K, idx, vals)
-						if out := fmt.Sprint(idx, vals); seed == 0 {
-							first = out
-						} else if out != first {
-							t.Errorf("%s pred=%s: seed %d's output differs from seed 0's", name, mode, seed)
-						}
-					}
-				}
+				checkSchedules(t, r, cs, name, p, k, []string{"perfect", "partial", "random", "garbage", "empty"}, nil)
 			}
 		})
+	}
+}
+
+// checkSchedules runs kernel name on cs with each prediction mode (none
+// for a kernel without one) on three schedules under the race checker:
+// every row exact, and the same output on every schedule. each, if not
+// nil, gets every launch's stats.
+func checkSchedules(t *testing.T, r *rand.Rand, cs []testCase, name string, p *emu.Program, k *gen.Kernel, modes []string, each func(stats [][]byte)) {
+	t.Helper()
+	if !strings.HasPrefix(name, "gvr_topk") {
+		modes = []string{"none"}
+	}
+	for _, mode := range modes {
+		if mode != "none" {
+			predict(r, cs, mode, k.Config.K)
+		}
+		var first string
+		for seed := range uint64(3) {
+			idx, vals, stats := launchSeed(t, p, k, cs, true, seed)
+			checkRows(t, fmt.Sprintf("%s pred=%s seed=%d", name, mode, seed), cs, k.Config.K, idx, vals)
+			if out := fmt.Sprint(idx, vals); seed == 0 {
+				first = out
+			} else if out != first {
+				t.Errorf("%s pred=%s: seed %d's output differs from seed 0's", name, mode, seed)
+			}
+			if each != nil {
+				each(stats)
+			}
+		}
 	}
 }
 
@@ -318,5 +329,50 @@ func TestClusterTopKMbarrierRounds(t *testing.T) {
 	}
 	if _, err := gen.Generate("gvr_topk", gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90, MbarrierRounds: true}); err == nil {
 		t.Error("gvr_topk accepted MbarrierRounds")
+	}
+}
+
+// TestSureSet: with SureSet the GVR kernels set apart the candidates the
+// first pass shows to be in the Top-K, and Phase 4 selects among the
+// others: exact on the suite, with every prediction, the same output on
+// three schedules under the race checker (the slots' order is the
+// kernel's own: the sure ones first), and the set taken in some rows
+// (else the test would not test it). One CTA per row, and clusters of 2
+// and 4 with and without mbarrier rounds, rows held and streamed, with the
+// keep.
+func TestSureSet(t *testing.T) {
+	one := cfgK16
+	one.Bins = 256
+	for _, tc := range []struct {
+		name       string
+		C, maxN, n int
+		mbar, keep bool
+	}{{"gvr_topk", 0, 0, 300, false, false}, {"topk_fallback", 0, 0, 1000, false, false},
+		{"gvr_topk_cluster", 2, 512, 300, false, false}, {"gvr_topk_cluster", 4, 1024, 1000, true, false},
+		{"topk_fallback_cluster", 2, 1024, 1000, true, false}, {"gvr_topk_cluster", 2, 128, 1000, true, true},
+		{"topk_fallback_cluster", 4, 256, 700, false, true}} {
+		cfg := one
+		cfg.Cluster, cfg.MaxN, cfg.MbarrierRounds, cfg.KeepOver = tc.C, tc.maxN, tc.mbar, tc.keep
+		cfg.SureSet, cfg.Instrument = true, true
+		t.Run(fmt.Sprintf("%s/C=%d/MaxN=%d/n=%d/mbarrier=%v/keep=%v", tc.name, tc.C, tc.maxN, tc.n, tc.mbar, tc.keep), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.n), 91))
+			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
+			p, k := load(t, tc.name, cfg)
+			took := 0
+			checkSchedules(t, r, cs, tc.name, p, k, []string{"perfect", "random", "garbage"}, func(stats [][]byte) {
+				for _, st := range stats {
+					if binary.LittleEndian.Uint32(st[gen.StatsSure:]) > 0 {
+						took++
+					}
+				}
+			})
+			if took == 0 {
+				t.Errorf("%s: no row took a sure set", tc.name)
+			}
+			t.Logf("%s: %d row launches took a sure set", tc.name, took)
+		})
+	}
+	if _, err := gen.Generate("count_ge", gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90, SureSet: true}); err == nil {
+		t.Error("count_ge accepted SureSet")
 	}
 }

@@ -68,7 +68,20 @@ type Config struct {
 	// that fit (the code), so the Selector takes it only where its table
 	// says (topk.Tuning.Keep; perf notes 79, 83, 84).
 	KeepOver bool
+	// SureSet makes the GVR kernels' Phase 2 first pass also count a
+	// threshold the sample puts at about 3K/4 elements: where fewer than K
+	// are at or above it, each of them is in the Top-K, so Phase 3 sets
+	// them apart and Phase 4 selects among the others only. Phase 4 is
+	// then ~0.5 us shorter, but the first pass and Phase 3 do more per
+	// element, so it pays where a CTA walks few elements: the Selector
+	// takes it where a CTA's part of the row is at most SureSetMaxShare
+	// elements (perf notes 91).
+	SureSet bool
 }
+
+// SureSetMaxShare is the longest part of a row (elements per CTA) where
+// the Selector takes Config.SureSet.
+const SureSetMaxShare = 8192
 
 // ScoreType is the element type of the score rows.
 type ScoreType uint8
@@ -151,6 +164,9 @@ func (c Config) String() string {
 	if c.MbarrierRounds {
 		s += " MbarrierRounds"
 	}
+	if c.SureSet {
+		s += " SureSet"
+	}
 	if c.KeepOver {
 		s += " KeepOver"
 	}
@@ -174,6 +190,9 @@ func (c Config) Validate() error {
 		bad("Bins = %d: must be a power of two, at least 2", c.Bins)
 	} else if c.BlockSize%warpSize == 0 && c.BlockSize > 0 && c.Bins%(c.BlockSize/warpSize) != 0 {
 		bad("Bins = %d: must be a multiple of the warp count %d", c.Bins, c.BlockSize/warpSize)
+	}
+	if c.SureSet && c.MaxCandidates >= 1<<16 {
+		bad("MaxCandidates = %d with SureSet: must be below 65536 (Phase 3 packs two counts of candidates in a word)", c.MaxCandidates)
 	}
 	if c.Unroll < 0 || c.Unroll > 16 {
 		bad("Unroll = %d: must be between 0 (default) and 16", c.Unroll)

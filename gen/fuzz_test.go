@@ -271,6 +271,7 @@ func TestFuzzCorpus(t *testing.T) {
 			"Cluster=8":                     cfg.Cluster == 8, "Cluster=16": cfg.Cluster == 16,
 			"MaxN<n": cfg.MaxN > 0 && cfg.MaxN < c.N, "MbarrierRounds": cfg.MbarrierRounds,
 			"KeepOver, MaxN<n": cfg.KeepOver && cfg.MaxN > 0 && cfg.MaxN < c.N,
+			"SureSet, n>C":     cfg.SureSet && c.N > C && c.Kernel != "topk_radix",
 		} {
 			seen[what] = seen[what] || ok
 		}
@@ -283,7 +284,7 @@ func TestFuzzCorpus(t *testing.T) {
 	}
 	want := []string{"K=1", "MaxCandidates=K", "BlockSize=32", "BlockSize=1024", "Bins=2", "Sorted", "Unroll=1",
 		"no values", "lead rows", "n=0", "n=1", "n=K-1", "n=K", "n=K+1", "n=C+1", "Cluster=8", "Cluster=16", "MaxN<n", "MbarrierRounds",
-		"KeepOver, MaxN<n"}
+		"KeepOver, MaxN<n", "SureSet, n>C"}
 	want = append(want, fuzzcase.Kernels...)
 	for _, tg := range fuzzcase.Targets {
 		want = append(want, tg.Name)

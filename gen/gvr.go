@@ -62,6 +62,7 @@ const (
 	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run); with PathHeld, the key the select starts from (heldSelect)
 	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1 and 4 (0: not reached)
 	StatsSampleTop    = 160 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it)
+	StatsSure         = 164 // sure candidates Phase 4 wrote as they were, 0 where none (written with Config.SureSet only)
 )
 
 // The marks inside Phases 1 and 4 (Config.Instrument), where their fixed
@@ -118,6 +119,7 @@ type topk struct {
 	iters   ptx.Reg           // u32 Phase 2 passes
 	passes  ptx.Reg           // u32 radix passes
 	ncand   ptx.Reg           // u32 candidates
+	nsure   ptx.Reg           // u32 sure candidates (Config.SureSet, Instrument)
 	path    ptx.Reg           // u32
 	valid   ptx.Reg           // u32 valid predicted indices
 	thr     ptx.Reg           // u32 Phase 2's threshold's bits (Instrument)
@@ -130,6 +132,7 @@ type topkShared struct {
 	reduce    region                     // block reductions of up to four values
 	p1        *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	sampleTop region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
+	split     region                     // how many candidates Phase 4 selects from, and the sure ones after them (Config.SureSet)
 	cand      struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
 	stage     *staging                   // sorted output only
 }
@@ -146,6 +149,9 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
 		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
 		s.sampleTop = l.alloc("sample_top", 4, 4)
+		if cfg.SureSet {
+			s.split = l.alloc("split", 8, 4)
+		}
 	}
 	if cfg.Sorted {
 		s.stage = allocStaging(l, cfg.K)
@@ -196,6 +202,9 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		t.perCluster(cfg.cluster())
 	}
 	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(PathCopy), t.constU32(0)
+	if cfg.SureSet && cfg.Instrument {
+		t.nsure = t.constU32(0)
+	}
 	if cfg.Instrument {
 		t.thr, t.seenTop = t.constU32(0), t.constU32(0)
 	}
@@ -367,6 +376,9 @@ func (t *topk) writeStats() {
 		}{{StatsPhase2Passes, t.iters}, {StatsRadixPasses, t.passes}, {StatsCandidates, t.ncand},
 			{StatsPath, t.path}, {StatsValidPred, t.valid}, {StatsThreshold, t.thr}, {StatsSampleTop, t.seenTop}} {
 			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, f.off), f.v)
+		}
+		if t.nsure.T != ptx.TypeInvalid {
+			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, StatsSure), t.nsure)
 		}
 		for i, m := range t.marks {
 			e.St(ptx.SpaceGlobal, ptx.U64, ptx.At(t.stats, int64(StatsMarks+8*i)), m)

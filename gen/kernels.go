@@ -84,6 +84,9 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	if cfg.KeepOver && !(g.cluster && g.topk) {
 		return nil, fmt.Errorf("kernel %s (%v): KeepOver is for the cluster Top-K kernels", name, cfg)
 	}
+	if cfg.SureSet && !g.topk {
+		return nil, fmt.Errorf("kernel %s (%v): SureSet is for the Top-K kernels", name, cfg)
+	}
 	if cfg.Scores != Float32 && !g.topk {
 		return nil, fmt.Errorf("kernel %s (%v): Scores = %v is for the Top-K kernels; %s reads float32", name, cfg, cfg.Scores, name)
 	}

@@ -23,6 +23,9 @@ type outRow struct {
 	// table is indexed by the column in the row, index + start.
 	start, offset ptx.Reg // u32
 	slots         int     // K: the row's output slots
+	// from, where set (a u32 register), is the slot a selection's first
+	// element goes to: Phase 4's follows the sure elements (sureSet).
+	from ptx.Reg
 	// buf, where set, is shared memory the selection goes to first, a
 	// slot's index and value bits at the same position of two regions,
 	// copied out in slot order after (writeSelected): a thread writing
@@ -44,10 +47,27 @@ func (o outRow) buffered(sh selectShared) outRow {
 	return o
 }
 
-// store puts the element (idx, bits) in output slot pos.
+// after is o with its slots starting at slot n (outRow.from).
+func (o outRow) after(n ptx.Reg) outRow {
+	o.from = n
+	return o
+}
+
+// slot is output slot pos of o: pos past o.from.
+func (c *cta) slot(o outRow, pos ptx.Reg) ptx.Reg {
+	if o.from.T == ptx.TypeInvalid {
+		return pos
+	}
+	s := c.u32()
+	c.e.Add(s, pos, o.from)
+	return s
+}
+
+// store puts the element (idx, bits) in output slot pos (past o.from).
 func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	e := c.e
 	if s := o.stage; s != nil {
+		pos = c.slot(o, pos)
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.key, pos, 4), c.key(bits))
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.idx, pos, 4), idx)
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, pos, 4), bits)
@@ -63,7 +83,7 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(b.bits, pos, 4), bits)
 		return
 	}
-	c.storeGlobal(o, pos, idx, bits)
+	c.storeGlobal(o, c.slot(o, pos), idx, bits)
 }
 
 // storeGlobal writes slot pos of o's row in global memory: the index, and
@@ -86,7 +106,7 @@ func (c *cta) copyOut(o outRow, n ptx.Reg) {
 		idx, bits := c.u32(), c.u32()
 		e.Ld(ptx.SpaceShared, idx, c.smem.elem(b.idx, j, 4))
 		e.Ld(ptx.SpaceShared, bits, c.smem.elem(b.bits, j, 4))
-		c.storeGlobal(o, j, idx, bits)
+		c.storeGlobal(o, c.slot(o, j), idx, bits)
 	})
 }
 

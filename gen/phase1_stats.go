@@ -13,7 +13,18 @@ type guess struct {
 	first                [firstPoints]ptx.Reg // f32
 	lo, cntLo, hi, cntHi ptx.Reg              // f32
 	target               ptx.Reg              // f32: the count Phase 2 aims for (sample.target)
+	// sure is a threshold the first pass also counts (Config.SureSet),
+	// estimated to have sureShare*K elements at or above it: if fewer than
+	// K are, each of them is in the Top-K, and Phase 4 selects among the
+	// others only (sureSet).
+	sure ptx.Reg // f32
 }
+
+// sureShare is the share of K the sure threshold (guess.sure) aims for:
+// low enough that the sample's estimate rarely puts K or more above it
+// (then nothing is sure), high enough to take most of the Top-K out of
+// Phase 4's select.
+const sureShare = 0.75
 
 // firstPoints is how many thresholds Phase 2's first pass counts at once: a
 // counting pass is memory-latency-bound, with issue slots to spare for one
@@ -220,6 +231,11 @@ func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 		x := t.f32()
 		e.Mul(x, g.target, ptx.Float(float32(f)))
 		t.logSecant(g.first[i], g, x, false, ptx.Pred{})
+	}
+	if t.cfg.SureSet {
+		sure := t.f32()
+		e.Mov(sure, ptx.Float(float32(sureShare*float64(t.cfg.K))))
+		t.logSecant(g.sure, g, sure, false, ptx.Pred{})
 	}
 }
 
@@ -510,6 +526,9 @@ func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int)
 // newGuess allocates a guess's registers.
 func (t *topk) newGuess() guess {
 	g := guess{lo: t.f32(), cntLo: t.f32(), hi: t.f32(), cntHi: t.f32(), target: t.f32()}
+	if t.cfg.SureSet {
+		g.sure = t.f32()
+	}
 	for i := range g.first {
 		g.first[i] = t.f32()
 	}

@@ -15,6 +15,45 @@ type verdict struct {
 	total ptx.Reg  // u32 that count
 	mine  ptx.Reg  // u32 this thread's part of it
 	below ptx.Reg  // u32 the part of CTAs of lower rank in the cluster (cluster kernels)
+	sure  sureSet  // the candidates certain to be in the Top-K (Config.SureSet)
+}
+
+// sureSet is the part of the candidates that the first pass found to be
+// in the Top-K: those >= thr (or NaN), where fewer than K are (has).
+// Every one of them ranks before the K-th element, whatever the ties
+// (all the elements before one of them in the Top-K order are >= thr
+// too), so Phase 3 sets them apart and Phase 4 selects K - total among
+// the rest. Where has is false, the set is every candidate (close), which
+// Phase 3 walks as one part and Phase 4 selects from.
+type sureSet struct {
+	thr   ptx.Reg  // f32 the sure threshold (guess.sure)
+	has   ptx.Pred // count(x >= thr) < K
+	total ptx.Reg  // u32 that count
+	mine  ptx.Reg  // u32 this thread's part of it
+	below ptx.Reg  // u32 the part of CTAs of lower rank in the cluster
+}
+
+// newSureSet is the sure set at threshold thr from the first pass's
+// counts there: this thread's (mine), the row's (total) and, in a
+// cluster, the CTAs' of lower rank (below's last).
+func (t *topk) newSureSet(thr, mine, total ptx.Reg, below []ptx.Reg) sureSet {
+	e := t.e
+	s := sureSet{thr: thr, has: t.setp(ptx.LT, total, t.k), total: total, mine: mine, below: t.constU32(0)}
+	if below != nil {
+		e.Mov(s.below, below[len(below)-1])
+	}
+	return s
+}
+
+// close makes a sure set that is not one (has false) every candidate of
+// Phase 2's verdict v.
+func (s sureSet) close(t *topk, v verdict) {
+	t.e.Guarded(s.has.Not(), func() {
+		t.e.Mov(s.thr, v.thr)
+		t.e.Mov(s.total, v.total)
+		t.e.Mov(s.mine, v.mine)
+		t.e.Mov(s.below, v.below)
+	})
 }
 
 // phase2SecantSearch finds a threshold thr with K <= count(x >= thr) <=
@@ -48,8 +87,17 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	// First pass: every first point.
 	// Its sums continue Phase 1's run of reductions: the first pass is
 	// straight-line code, and lands in the window on most rows.
-	counts := t.countFirst(g.first[:])
+	pts := g.first[:]
+	if t.cfg.SureSet {
+		pts = append(pts, g.sure)
+	}
+	counts := t.countFirst(pts)
 	tot, below := t.rowTotals(counts, t.p1)
+	var sure sureSet
+	if t.cfg.SureSet {
+		sure = t.newSureSet(g.sure, counts[firstPoints], tot[firstPoints], below)
+		counts, tot = counts[:firstPoints], tot[:firstPoints]
+	}
 	e.Add(t.iters, t.iters, ptx.Imm(1))
 	e.Mov(s.total, ptx.Imm(0xFFFFFFFF))
 	for i, p := range g.first {
@@ -97,7 +145,11 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	s.next(done)
 	e.BraUni(top)
 	e.Place(done)
-	return verdict{thr: s.thr, found: s.found, total: s.total, mine: s.mine, below: s.below}
+	v := verdict{thr: s.thr, found: s.found, total: s.total, mine: s.mine, below: s.below, sure: sure}
+	if t.cfg.SureSet {
+		sure.close(t, v)
+	}
+	return v
 }
 
 // falsePred returns a new predicate that is false.

@@ -20,20 +20,16 @@ const collectOverElems = 16
 // copies them there after the candidates of the CTAs of lower rank
 // (v.below), a warp's stores to consecutive words, as distributed shared
 // memory takes them best (one thread's scattered run of remote stores
-// each measured slower). cleared says whether clearKept cleared Phase 4's
-// first histogram, which then needs a barrier before Phase 4 (syncKept).
+// each measured slower). With Config.SureSet the sure ones (v.sure) go
+// after the others (collectParts). cleared says whether clearKept cleared
+// Phase 4's first histogram, which then needs a barrier before Phase 4
+// (syncKept).
 func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	e := t.e
 	e.Comment("Phase 3: ballot-free candidate collection")
 	// No closing barrier: the scan's scratch is next written in Phase 4,
 	// past the barrier after the walk.
-	pos, ours := t.blockScan(v.mine, t.sel.scratch)
-	e.Mov(t.ncand, v.total)
-	// One shared address walks this thread's slots: the index slot is at a
-	// fixed distance from the value slot.
-	a := t.u32()
-	e.Mad(a, pos, ptx.Imm(4), t.smem.base)
-	e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
+	c := t.collectParts(v)
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
 	// The over walk 16 elements a step, not cfg.unroll()'s 32 or 48: the
 	// element indices a step carries beside its values made ptxas spill
@@ -43,23 +39,42 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 		// (One 8-byte store of value and index measured 60% slower on an
 		// H200 than these two.)
 		p := t.setp(ptx.GEU, x, v.thr)
+		at, sure := c.a, ptx.Pred{}
+		if c.as.T != ptx.TypeInvalid {
+			// A candidate goes to its part's slot and moves that part on:
+			// the others' by 4 - 4 for a sure one (v.sure.thr >= v.thr:
+			// a sure one is a candidate), the sure ones' by 4.
+			sure = t.setp(ptx.GEU, x, v.sure.thr)
+			at = t.u32()
+			e.Selp(at, c.as, c.a, sure)
+		}
 		e.Guarded(p, func() {
-			e.St(ptx.SpaceShared, ptx.F32, ptx.At(a, 0), x)
-			e.St(ptx.SpaceShared, ptx.U32, ptx.At(a, toIdx), idx())
-			e.Add(a, a, ptx.Imm(4))
+			e.St(ptx.SpaceShared, ptx.F32, ptx.At(at, 0), x)
+			e.St(ptx.SpaceShared, ptx.U32, ptx.At(at, toIdx), idx())
+			e.Add(c.a, c.a, ptx.Imm(4))
 		})
+		if c.as.T != ptx.TypeInvalid {
+			e.Guarded(sure, func() {
+				e.Sub(c.a, c.a, ptx.Imm(4))
+				e.Add(c.as, c.as, ptx.Imm(4))
+			})
+		}
 	})
 	t.sync()
+	if c.unpack != nil {
+		c.unpack()
+	}
 	cleared = t.clearKept()
 	if t.part == nil || t.part.size == 1 {
 		return cleared
 	}
 	// The leader's own are in place (v.below is 0 there); the others' go
-	// to [below, below+ours) of the leader's buffer: with mbarrier rounds
-	// as st.async stores completing on the leader's hand-over mbarrier,
-	// which its own arrival makes expect the others' bytes; then the
-	// others end and the leader alone waits, with no fence or arrival of
-	// theirs. Else by DSMEM stores and a cluster barrier.
+	// to the leader's buffer after the candidates of the CTAs of lower
+	// rank (in each part, with the sure ones set apart): with mbarrier
+	// rounds as st.async stores completing on the leader's hand-over
+	// mbarrier, which its own arrival makes expect the others' bytes; then
+	// the others end and the leader alone waits, with no fence or arrival
+	// of theirs. Else by DSMEM stores and a cluster barrier.
 	mbar := t.part.mbar()
 	var hand, remoteHand ptx.Reg
 	if mbar {
@@ -71,10 +86,10 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 			e.Mapa(ptx.SpaceSharedCluster, remoteHand, hand, ptx.Imm(0))
 		}
 		j := t.u32()
-		e.For(j, t.tid, ours, ptx.Imm(int64(t.threads)), func() {
-			b, i := t.loadCand(j)
-			d := t.u32()
-			e.Add(d, j, v.below)
+		e.For(j, t.tid, c.ours, ptx.Imm(int64(t.threads)), func() {
+			src := c.from(j)
+			b, i := t.loadCand(src)
+			d := c.to(j, src)
 			e.Mad(d, d, ptx.Imm(4), t.smem.base)
 			e.Add(d, d, ptx.Imm(int64(t.cand.bits.off)))
 			e.Mapa(ptx.SpaceSharedCluster, d, d, ptx.Imm(0))
@@ -96,11 +111,126 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	e.If(t.part.leader, func() {
 		e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
 			others := t.u32() // bytes: a value and an index per candidate of the others
-			e.Sub(others, v.total, ours)
+			e.Sub(others, v.total, c.ours)
 			e.Shl(others, others, ptx.Imm(3))
 			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(hand, 0), others)
 		})
 		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(hand, 0), ptx.Imm(0))
 	})
 	return cleared
+}
+
+// collected is where Phase 3 puts a CTA's candidates.
+type collected struct {
+	a, as ptx.Reg // this thread's next slot (shared address) of the others, and of the sure ones (Config.SureSet)
+	ours  ptx.Reg // the CTA's candidates
+	// from gives the slot of the CTA's j-th candidate in its own buffer,
+	// and to (with from's answer) the slot it takes in the leader's
+	// (cluster kernels).
+	from func(j ptx.Reg) ptx.Reg
+	to   func(j, from ptx.Reg) ptx.Reg
+	// unpack, if not nil, sets ours (and what moveTo needs) past the walk.
+	unpack func()
+}
+
+// collectParts places this thread's candidates: after those of the
+// threads (and in a cluster, of the CTAs) before it. With Config.SureSet
+// the buffer holds the candidates below the sure threshold first, then
+// the sure ones (v.sure; all of the candidates where none is sure), each
+// part in row order. One block scan places both, their counts packed in
+// the halves of a word (a CTA's candidates fit the buffer, so neither
+// half carries), and so are the counts needed past the walk, which then
+// carries few registers: ptxas spilled in the walk otherwise.
+func (t *topk) collectParts(v verdict) collected {
+	e := t.e
+	slot := func(at ptx.Reg) ptx.Reg { // the index slot is at a fixed distance from the value slot
+		a := t.u32()
+		e.Mad(a, at, ptx.Imm(4), t.smem.base)
+		e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
+		return a
+	}
+	if !t.cfg.SureSet {
+		pos, ours := t.blockScan(v.mine, t.sel.scratch)
+		e.Mov(t.ncand, v.total)
+		return collected{a: slot(pos), ours: ours, from: func(j ptx.Reg) ptx.Reg { return j }, to: func(j, _ ptx.Reg) ptx.Reg {
+			d := t.u32()
+			e.Add(d, j, v.below)
+			return d
+		}}
+	}
+	pack := func(all, sure ptx.Reg) ptx.Reg { // (all - sure) | sure << 16
+		p := t.u32()
+		e.Sub(p, all, sure)
+		e.Mad(p, sure, ptx.Imm(1<<16), p)
+		return p
+	}
+	pos, ours := t.blockScan(pack(v.mine, v.sure.mine), t.sel.scratch)
+	rest := t.u32() // the row's candidates below the sure threshold
+	e.Sub(rest, v.total, v.sure.total)
+	e.Mov(t.ncand, v.total)
+	t.splitFor4(v, rest)
+	var below ptx.Reg
+	if t.part != nil && t.part.size > 1 {
+		below = pack(v.below, v.sure.below)
+	}
+	c := collected{a: t.u32(), as: t.u32(), ours: t.u32()}
+	e.And(c.a, pos, ptx.Imm(0xFFFF))
+	e.Mov(c.a, slot(c.a))
+	e.Shr(c.as, pos, ptx.Imm(16))
+	e.Add(c.as, c.as, rest)
+	e.Mov(c.as, slot(c.as))
+	// Unpacked past the walk.
+	ourRest := t.u32()
+	// The others' j-th, then the sure ones', each past the lower ranks'
+	// of its part.
+	c.from = func(j ptx.Reg) ptx.Reg {
+		src := t.u32()
+		e.Mov(src, j)
+		e.Guarded(t.setp(ptx.GE, j, ourRest), func() {
+			e.Sub(src, j, ourRest)
+			e.Add(src, src, rest)
+		})
+		return src
+	}
+	c.to = func(j, src ptx.Reg) ptx.Reg {
+		d := t.u32()
+		e.And(d, below, ptx.Imm(0xFFFF))
+		e.Add(d, d, j)
+		e.Guarded(t.setp(ptx.GE, j, ourRest), func() {
+			e.Shr(d, below, ptx.Imm(16))
+			e.Add(d, d, src)
+		})
+		return d
+	}
+	c.unpack = func() {
+		e.And(ourRest, ours, ptx.Imm(0xFFFF))
+		e.Shr(c.ours, ours, ptx.Imm(16))
+		e.Add(c.ours, c.ours, ourRest)
+	}
+	return c
+}
+
+// splitFor4 tells Phase 4, through shared memory (the walk between
+// carries few registers), how many candidates it selects from, the first
+// in the buffer, and how many sure ones follow them; where some are sure,
+// the candidates it selects from are all below the sure threshold, which
+// tops Phase 4's span (guessSpan) instead of the sample's largest value.
+func (t *topk) splitFor4(v verdict, rest ptx.Reg) {
+	e := t.e
+	e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+		sel, sure := t.u32(), t.constU32(0)
+		e.Mov(sel, v.total)
+		e.If(v.sure.has, func() {
+			e.Mov(sel, rest)
+			e.Mov(sure, v.sure.total)
+			top := t.key(t.bitsOf(v.sure.thr))
+			e.Sub(top, top, ptx.Imm(1))
+			e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.sampleTop, 0), top)
+		})
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.split, 0), sel)
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.split, 4), sure)
+		if t.nsure.T != ptx.TypeInvalid {
+			e.Mov(t.nsure, sure)
+		}
+	})
 }

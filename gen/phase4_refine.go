@@ -13,14 +13,32 @@ import (
 func (t *topk) phase4Refine(v verdict) {
 	e := t.e
 	e.Comment("Phase 4: exact selection in shared memory")
-	total := v.total
+	total, k, out := v.total, t.k, t.out
+	if t.cfg.SureSet {
+		// The candidates to select from come first in the buffer, the sure
+		// ones after them (Phase 3's splitFor4), whose stores go out first
+		// and travel during the select.
+		total, k = t.u32(), t.u32()
+		sure := t.u32()
+		e.Ld(ptx.SpaceShared, total, t.smem.at(t.split, 0))
+		e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
+		e.Sub(k, t.k, sure)
+		j := t.u32()
+		e.For(j, t.tid, sure, ptx.Imm(int64(t.threads)), func() {
+			at := t.u32()
+			e.Add(at, j, total)
+			b, i := t.loadCand(at)
+			t.store(t.out, j, i, b)
+		})
+		out = t.out.after(sure)
+	}
 	cands := t.candWalker(total)
-	e.IfElse(t.setp(ptx.EQ, total, t.k), func() {
+	e.IfElse(t.setp(ptx.EQ, total, k), func() {
 		// Exactly K candidates: all of them, in buffer order.
 		j := t.u32()
 		e.For(j, t.tid, total, ptx.Imm(int64(t.threads)), func() {
 			b, i := t.loadCand(j)
-			t.store(t.out, j, i, b)
+			t.store(out, j, i, b)
 		})
 	}, func() {
 		// Inlined passes: the candidate walk is short, and this is the
@@ -41,7 +59,7 @@ func (t *topk) phase4Refine(v verdict) {
 		how.span = &span
 		t.mark(MarkP4Span)
 		t.onMark = t.mark // exactSelect's own points
-		t.exactSelect(cands, t.k, t.sel, t.out, t.passes, how)
+		t.exactSelect(cands, k, t.sel, out, t.passes, how)
 		t.onMark = nil
 	})
 }

@@ -46,7 +46,7 @@ type spec struct {
 	k, maxCand, block, bins, unroll int
 	cluster, maxN                   int
 	instrument, mbarrierRounds      bool
-	keepOver                        bool
+	keepOver, sureSet               bool
 	scores                          string
 }
 
@@ -57,7 +57,7 @@ func defaultSpec() spec {
 }
 
 // configFlags are the flags that set a spec; -diff takes the same names.
-var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over"}
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over", "sure-set"}
 
 // register defines the flags of configFlags on fs, s's fields their
 // defaults and destinations.
@@ -75,6 +75,7 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.scores, "scores", s.scores, "Top-K kernels: the score type, f32, f16 or bf16")
 	fs.BoolVar(&s.mbarrierRounds, "mbarrier-rounds", s.mbarrierRounds, "cluster Top-K kernels: signal the cluster's rounds with remote mbarrier arrivals instead of barrier.cluster")
 	fs.BoolVar(&s.keepOver, "keep-over", s.keepOver, "cluster Top-K kernels: keep the high vectors of a row's part past max-n in shared memory for the later walks")
+	fs.BoolVar(&s.sureSet, "sure-set", s.sureSet, "GVR kernels: set apart the candidates a first-pass count shows to be in the Top-K, so that Phase 4 selects among the others")
 }
 
 // generate builds the kernel s names.
@@ -100,6 +101,7 @@ func (s spec) generate() (*gen.Kernel, error) {
 		Scores:         scores,
 		MbarrierRounds: s.mbarrierRounds,
 		KeepOver:       s.keepOver,
+		SureSet:        s.sureSet,
 	})
 }
 

@@ -54,7 +54,7 @@ type Params struct {
 	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
 	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
 	Pred    uint8  // gvr_topk's prediction: Preds[Pred % len(Preds)]
-	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55), KeepOver (bit 54) and, with Flags bits 6-7, Cluster (bit 53)
+	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55), KeepOver (bit 54) and, with Flags bits 6-7, Cluster (bit 53); SureSet (bit 52)
 }
 
 // Args are p's fields in order: the arguments of a fuzz function that
@@ -154,6 +154,7 @@ func (p Params) Case(maxN int) (Case, error) {
 		cfg.MbarrierRounds = p.Seed>>55&1 != 0
 		cfg.KeepOver = p.Seed>>54&1 != 0
 	}
+	cfg.SureSet = p.Seed>>52&1 != 0
 	if cfg.Validate() != nil {
 		cfg.MaxCandidates = K
 	}
