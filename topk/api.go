@@ -167,7 +167,10 @@ type Result struct {
 	// Indices is the layer's feedback buffer, int32 [MaxRows, K]: row r's
 	// min(K, n) selected indices (a set in no order; in rank order with
 	// Config.Sorted) are in its first K
-	// slots, then -1 for the slots past n. The next Select of the layer
+	// slots, then -1 for the slots past n. The set's order is the same
+	// for the same input and kernel choice, run after run; another choice
+	// may order it otherwise (a sure set's kernel writes the sure ones
+	// first: Result.SureSet). The next Select of the layer
 	// reads it as its prediction, so leave it as it is.
 	Indices *runtime.Buffer
 	Values  *runtime.Buffer // float32 [MaxRows, K], the selected values (-Inf past n); nil unless Config.Values
@@ -183,10 +186,13 @@ type Result struct {
 	// cluster kernels, how many CTAs took each row (0 otherwise), and
 	// KeepOver whether it kept which vectors of a long row's excess hold
 	// high elements, to load only those again
-	// (gen.Config.KeepOver).
+	// (gen.Config.KeepOver), and SureSet whether it set apart the
+	// candidates its first pass showed to be in the Top-K
+	// (gen.Config.SureSet).
 	Kernel   string
 	Cluster  int
 	KeepOver bool
+	SureSet  bool
 }
 
 // ReadIndices copies the Rows*K indices to the host, after the work queued

@@ -140,6 +140,11 @@ func TestAdversarialCluster(t *testing.T) {
 			keep(c)
 			c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256
 		}})
+	// SureSet: the candidates sure to be in the Top-K set apart, in
+	// clusters that hold the row and ones that stream it, with the keep.
+	sure := func(c *gen.Config) { mbar(c); c.SureSet = true }
+	cases = append(cases, clusterCase{C: 8, edit: sure}, clusterCase{C: 2, edit: func(c *gen.Config) { c.SureSet = true }},
+		clusterCase{C: 16, maxN: 65536, edit: func(c *gen.Config) { sure(c); keep(c) }})
 	for _, cc := range cases {
 		cfg := base
 		cfg.Cluster, cfg.MaxN = cc.C, cc.maxN
@@ -150,9 +155,9 @@ func TestAdversarialCluster(t *testing.T) {
 			t.Logf("clusters of %d: not run (-gvr.max-cluster=%d)", cc.C, *maxCluster)
 			continue
 		}
-		t.Run(fmt.Sprintf("C=%d/MaxN=%d/K=%d/sorted=%v/mbarrier=%v/keep=%v", cc.C, cfg.MaxN, cfg.K, cfg.Sorted, cfg.MbarrierRounds, cfg.KeepOver), func(t *testing.T) {
+		t.Run(fmt.Sprintf("C=%d/MaxN=%d/K=%d/sorted=%v/mbarrier=%v/keep=%v/sure=%v", cc.C, cfg.MaxN, cfg.K, cfg.Sorted, cfg.MbarrierRounds, cfg.KeepOver, cfg.SureSet), func(t *testing.T) {
 			single := cfg
-			single.Cluster, single.MaxN, single.MbarrierRounds, single.KeepOver = 0, 0, false, false
+			single.Cluster, single.MaxN, single.MbarrierRounds, single.KeepOver, single.SureSet = 0, 0, false, false, false
 			var ks [3]*runtime.Kernel
 			var err error
 			if ks[0], err = Kernel(d, "topk_radix", single); err != nil {
@@ -205,14 +210,17 @@ func TestSelectorChoice(t *testing.T) {
 			for step := range 2 {
 				res, err := sel.Select(0, Batch{Scores: scores, Stride: n, Rows: rows, Lengths: lengths}, nil)
 				must(t, err)
-				name, c, keep := Choice(d.Info(), rows, n, step == 1)
-				if res.Kernel != name || res.Cluster != c || res.KeepOver != keep {
-					t.Errorf("rows %d, N %d, step %d: ran %s (cluster %d, keep %v), Choice says %s (cluster %d, keep %v)",
-						rows, n, step, res.Kernel, res.Cluster, res.KeepOver, name, c, keep)
+				name, c, keep, sure := Choice(d.Info(), rows, n, step == 1)
+				if res.Kernel != name || res.Cluster != c || res.KeepOver != keep || res.SureSet != sure {
+					t.Errorf("rows %d, N %d, step %d: ran %s (cluster %d, keep %v, sure set %v), Choice says %s (cluster %d, keep %v, sure set %v)",
+						rows, n, step, res.Kernel, res.Cluster, res.KeepOver, res.SureSet, name, c, keep, sure)
 				}
 				ran := fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)
 				if res.KeepOver {
 					ran += "+keep"
+				}
+				if res.SureSet {
+					ran += "+sure"
 				}
 				seen[ran] = true
 				idx, vals := readResult(t, res)

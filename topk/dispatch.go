@@ -29,13 +29,15 @@ type device struct {
 }
 
 // choice is a kernel, how many CTAs of a cluster take each row (0: one
-// CTA per row, the single-CTA kernel), and for a cluster kernel whether it
+// CTA per row, the single-CTA kernel), for a cluster kernel whether it
 // keeps which vectors of a long row's excess hold high elements
-// (gen.Config.KeepOver).
+// (gen.Config.KeepOver), and whether it sets apart the candidates its
+// first pass shows to be in the Top-K (gen.Config.SureSet).
 type choice struct {
 	name    string
 	cluster int
 	keep    bool
+	sure    bool
 }
 
 // The kernels a Selector runs.
@@ -61,15 +63,27 @@ func choose(s step) choice {
 			c = defaultCluster(s)
 		}
 	}
+	sure := sureSet(s.n, c)
 	switch {
 	case c > 0 && s.predicted:
-		return choice{kernelGVRCluster, c, keep}
+		return choice{kernelGVRCluster, c, keep, sure}
 	case c > 0:
-		return choice{kernelFallbackCluster, c, keep}
+		return choice{kernelFallbackCluster, c, keep, sure}
 	case s.predicted:
-		return choice{kernelGVR, 0, false}
+		return choice{kernelGVR, 0, false, sure}
 	}
-	return choice{kernelFallback, 0, false}
+	return choice{kernelFallback, 0, false, sure}
+}
+
+// sureSet is the rule for gen.Config.SureSet: where each CTA's part of
+// a row of n elements over clusters of c CTAs (0: one) is at most
+// gen.SureSetMaxShare elements. On an H100 the sure set took 0.4-0.7 us
+// off Phase 4 everywhere, and cost the first pass and Phase 3 more the
+// more elements each CTA walks: -3 to -6% at 8K (one CTA) and -1 to -3%
+// at 64K (clusters of 8), +1 to +5% from 16K elements a CTA on (perf
+// notes 91).
+func sureSet(n, c int) bool {
+	return (n+max(c, 1)-1)/max(c, 1) <= gen.SureSetMaxShare
 }
 
 // defaultCluster is the rule for a GPU with clusters but no Tuning, from
@@ -180,12 +194,14 @@ var tunings = func() map[string]*Tuning {
 // cluster kernel, its rounds signalled by mbarriers instead of
 // barrier.cluster (gen.Config.MbarrierRounds: H100, 0.1-1.7 us faster in
 // every measured cell up to 256K, about 2% slower on the 1M rows a
-// cluster streams; perf notes 29, 36) and the keep if chosen
-// (gen.Config.KeepOver). gvrbench -tune measures these.
-func ChoiceConfig(kc gen.Config, cluster int, keep bool) gen.Config {
+// cluster streams; perf notes 29, 36), the keep if chosen
+// (gen.Config.KeepOver; gvrbench -tune measures these) and the sure set
+// if chosen (gen.Config.SureSet).
+func ChoiceConfig(kc gen.Config, cluster int, keep, sure bool) gen.Config {
 	kc.Cluster = cluster
 	kc.MbarrierRounds = cluster > 0
 	kc.KeepOver = cluster > 0 && keep
+	kc.SureSet = sure
 	return kc
 }
 
@@ -196,11 +212,12 @@ func TuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
 // Choice is the kernel a Selector picks for rows rows of at most n
 // elements on the device info describes, with a prediction (the layer's
 // previous step) or without: its name, and for a cluster kernel the
-// cluster size (0 otherwise) and whether it keeps which vectors of a long
-// row's excess hold high elements (ChoiceConfig).
-func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int, keep bool) {
+// cluster size (0 otherwise), whether it keeps which vectors of a long
+// row's excess hold high elements, and whether it sets apart the
+// candidates sure to be in the Top-K (ChoiceConfig).
+func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int, keep, sure bool) {
 	c := choose(step{rows: rows, n: n, predicted: predicted, device: deviceOf(info)})
-	return c.name, c.cluster, c.keep
+	return c.name, c.cluster, c.keep, c.sure
 }
 
 // deviceOf is what choose needs to know of the device info describes.

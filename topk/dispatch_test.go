@@ -17,30 +17,44 @@ func TestChoose(t *testing.T) {
 		want choice
 	}{
 		// The table: the smallest batch and N at least as large.
-		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8, false}},
-		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16, false}},
-		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, false}},
-		{step{rows: 1, n: 1 << 22, predicted: true, device: h}, choice{kernelGVRCluster, 16, false}},
+		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8, false, true}},
+		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
+		{step{rows: 1, n: 1 << 22, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
 		// The keep where the table has it, for the fallback twin too.
-		{step{rows: 8, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, true}},
-		{step{rows: 64, n: 600000, device: h}, choice{kernelFallbackCluster, 8, true}},
-		{step{rows: 2, n: 262144, predicted: true, device: h}, choice{kernelGVRCluster, 8, false}},
-		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0, false}},
-		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false}},
-		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false}},
+		{step{rows: 8, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, true, false}},
+		{step{rows: 64, n: 600000, device: h}, choice{kernelFallbackCluster, 8, true, false}},
+		{step{rows: 2, n: 262144, predicted: true, device: h}, choice{kernelGVRCluster, 8, false, false}},
+		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0, false, true}},
+		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false}},
+		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false}},
 		// No prediction: the fallback twins.
-		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8, false}},
-		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0, false}},
+		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8, false, true}},
+		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0, false, true}},
 		// No table: the rule.
-		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8, false}},
-		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0, false}},
-		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0, false}},
+		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8, false, true}},
+		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0, false, false}},
+		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0, false, false}},
 		// No clusters.
-		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0, false}},
-		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0, false}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0, false, false}},
+		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0, false, false}},
 	} {
 		if got := choose(c.s); got != c.want {
 			t.Errorf("choose(%+v) = %v, want %v", c.s, got, c.want)
+		}
+	}
+}
+
+// TestSureSetRule: the sure set where a CTA's part of the row is at most
+// gen.SureSetMaxShare elements, and not past it.
+func TestSureSetRule(t *testing.T) {
+	for _, c := range []struct {
+		n, cluster int
+		want       bool
+	}{{1, 0, true}, {8192, 0, true}, {8193, 0, false}, {65536, 8, true}, {65537, 8, false},
+		{131072, 16, true}, {262144, 16, false}, {16384, 2, true}, {1 << 20, 16, false}} {
+		if got := sureSet(c.n, c.cluster); got != c.want {
+			t.Errorf("sureSet(%d, %d) = %v, want %v", c.n, c.cluster, got, c.want)
 		}
 	}
 }

@@ -381,6 +381,10 @@ func suiteConfigs() []suiteConfig {
 		{"K16-B128", with(func(c *gen.Config) { c.K, c.MaxCandidates, c.BlockSize, c.Bins = 16, 1024, 128, 256 }), 4},
 		{"K2048-sorted", with(func(c *gen.Config) { c.Sorted = true }), 4},
 		{"K100-sorted", with(func(c *gen.Config) { c.K, c.MaxCandidates, c.BlockSize, c.Bins, c.Sorted = 100, 1024, 128, 256, true }), 4},
+		{"K2048-sure", with(func(c *gen.Config) { c.SureSet = true }), big},
+		{"K16-sure-sorted", with(func(c *gen.Config) {
+			c.K, c.MaxCandidates, c.BlockSize, c.Bins, c.SureSet, c.Sorted = 16, 1024, 128, 256, true, true
+		}), 4},
 	}
 }
 
@@ -699,7 +703,11 @@ func TestGraphReplay(t *testing.T) {
 		traj[r] = NewDecode(start, start+steps, 0, uint64(100+r))
 	}
 	scores, lenBuf := alloc(t, d, 4*rows*stride), alloc(t, d, 4*rows)
-	eagerScores := alloc(t, d, 4*rows*stride)
+	// The eager steps' lengths on the device too: the same batch, so the
+	// selector picks the same kernel (with host lengths it knows the
+	// longest row, and may pick another, whose set comes in another
+	// order: a sure set's kernel, say).
+	eagerScores, eagerLen := alloc(t, d, 4*rows*stride), alloc(t, d, 4*rows)
 	batch := Batch{Scores: scores, Stride: stride, Rows: rows, DeviceLengths: lenBuf}
 	var g *runtime.Graph
 	defer func() {
@@ -741,7 +749,8 @@ func TestGraphReplay(t *testing.T) {
 		must(t, err)
 
 		must(t, runtime.Upload(eagerScores, host))
-		eres, err := eagerSel.Select(0, Batch{Scores: eagerScores, Stride: stride, Rows: rows, Lengths: lengths}, nil)
+		must(t, runtime.Upload(eagerLen, lengths))
+		eres, err := eagerSel.Select(0, Batch{Scores: eagerScores, Stride: stride, Rows: rows, DeviceLengths: eagerLen}, nil)
 		must(t, err)
 		ei, err := eres.ReadIndices()
 		must(t, err)

@@ -91,7 +91,7 @@ func NewSelector(cfg Config) (*Selector, error) {
 	kcfg := cfg.kernelConfig(t)
 	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: deviceOf(dev.Info())}
 	for _, c := range s.choices() {
-		k, err := Kernel(dev, c.name, ChoiceConfig(kcfg, c.cluster, c.keep))
+		k, err := Kernel(dev, c.name, ChoiceConfig(kcfg, c.cluster, c.keep, c.sure))
 		if err != nil && c.cluster > 0 && errors.Is(err, gen.ErrSharedMemory) {
 			continue // cfg leaves no room for a slice of the row: one CTA per row
 		}
@@ -111,12 +111,12 @@ func NewSelector(cfg Config) (*Selector, error) {
 // single-CTA pair, and the cluster kernels for every cluster size its
 // device's tuning (or rule) picks for up to MaxRows rows of any length.
 func (s *Selector) choices() []choice {
-	out := []choice{{kernelGVR, 0, false}, {kernelFallback, 0, false}}
-	seen := map[choice]bool{}
+	out := []choice{{kernelGVR, 0, false, false}, {kernelFallback, 0, false, false}}
+	seen := map[choice]bool{out[0]: true, out[1]: true}
 	for rows := 1; ; rows = min(2*rows, s.cfg.MaxRows) {
 		for n := 1024; n <= 1<<30; n *= 2 {
 			for _, p := range []bool{true, false} {
-				if c := choose(step{rows: rows, n: n, predicted: p, device: s.device}); c.cluster > 0 && !seen[c] {
+				if c := choose(step{rows: rows, n: n, predicted: p, device: s.device}); !seen[c] {
 					seen[c] = true
 					out = append(out, c)
 				}
@@ -198,7 +198,7 @@ func (s *Selector) Config() Config { return s.cfg }
 // Kernels are the single-CTA kernels the selector launches: GVR with a
 // prediction, and the fallback for a layer's first step.
 func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) {
-	return s.kernels[choice{kernelGVR, 0, false}].k, s.kernels[choice{kernelFallback, 0, false}].k
+	return s.kernels[choice{kernelGVR, 0, false, false}].k, s.kernels[choice{kernelFallback, 0, false, false}].k
 }
 
 // Select queues the Top-K of batch b's rows on stream st (nil: the default
@@ -272,7 +272,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		kern = s.kernels[c]
 	}
 	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Counts: l.counts,
-		Pages: b.Pages, Predicted: predicted, Kernel: c.name, Cluster: c.cluster, KeepOver: c.keep}
+		Pages: b.Pages, Predicted: predicted, Kernel: c.name, Cluster: c.cluster, KeepOver: c.keep, SureSet: c.sure}
 	if b.Rows == 0 {
 		return res, nil
 	}

@@ -37,15 +37,15 @@ var ablationModes = []struct {
 func (b *bencher) ablation() error {
 	k := b.o.k
 	info := b.dev.Info()
-	choice, c, keep := topk.Choice(info, 1, b.o.replayN+b.o.steps, true)
+	choice, c, keep, sure := topk.Choice(info, 1, b.o.replayN+b.o.steps, true)
 	type kernel struct {
-		name    string
-		cluster int
-		keep    bool
+		name       string
+		cluster    int
+		keep, sure bool
 	}
-	kernels := []kernel{{"gvr_topk", 0, false}}
-	if choice != "gvr_topk" {
-		kernels = append(kernels, kernel{choice, c, keep})
+	kernels := []kernel{{"gvr_topk", 0, false, false}}
+	if choice != "gvr_topk" || sure {
+		kernels = append(kernels, kernel{choice, c, keep, sure})
 	}
 	stride := b.o.replayN + b.o.steps
 	scores, err := b.dev.Alloc(4 * stride)
@@ -90,7 +90,7 @@ func (b *bencher) ablation() error {
 				name = map[string]string{"gvr_topk": "topk_fallback", "gvr_topk_cluster": "topk_fallback_cluster"}[kern.name]
 			}
 			a := Ablation{Prediction: m.name, Profile: m.profile, PaperUS: m.paperUS, Kernel: name, Cluster: kern.cluster}
-			cfg := topk.ChoiceConfig(b.config(), kern.cluster, kern.keep) // the Selector's
+			cfg := topk.ChoiceConfig(b.config(), kern.cluster, kern.keep, kern.sure) // the Selector's
 			kk, err := b.clusterKernel(name, cfg)
 			if err != nil {
 				return err

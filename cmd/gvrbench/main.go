@@ -181,7 +181,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.kernels = []string{"gvr"}
 		for _, c := range o.clusters {
 			k := fmt.Sprintf("cgvr%d", c)
-			if topk.ChoiceConfig(gen.Config{}, c, false).MbarrierRounds {
+			if topk.ChoiceConfig(gen.Config{}, c, false, false).MbarrierRounds {
 				k += "+mbar"
 			}
 			o.kernels = append(o.kernels, k)
@@ -673,19 +673,19 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	col := parseColumn(name)
 	prefix, c := clusterOf(col.kernel)
 	var gname string
-	keep := col.keep
+	keep, sure := col.keep, false
 	switch {
 	case c > 0:
 		gname = clusterKernels[prefix]
 	case col.kernel == "auto":
-		gname, c, keep = topk.Choice(b.dev.Info(), batch, n, true)
+		gname, c, keep, sure = topk.Choice(b.dev.Info(), batch, n, true)
 	default:
 		return b.kern[name], b.kern[name+"/instrumented"], nil
 	}
 	cfg := b.clusterConfig(prefix, c, n)
 	cfg.Scores, cfg.MbarrierRounds, cfg.KeepOver = col.kernelScores().ScoreType(), col.mbar, keep
 	if col.kernel == "auto" {
-		cfg = topk.ChoiceConfig(cfg, c, keep) // the selector's kernel, as it generates it
+		cfg = topk.ChoiceConfig(cfg, c, keep, sure) // the selector's kernel, as it generates it
 	}
 	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
 		return nil, nil, nil
