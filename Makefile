@@ -137,6 +137,8 @@ gpu-test: ## build GPU test + benchmark binaries and sm_90/100/120 PTX into gpub
 		for k in cluster_count_ge cluster_read gvr_topk_cluster; do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster 8 -o $(GPUBIN)/$${k}_$$arch.ptx || exit 1; done; \
 		$(GO) run ./cmd/ptxgen -kernel gvr_topk_cluster -arch $$arch -cluster 16 -mbarrier-rounds -o $(GPUBIN)/gvr_topk_cluster_mbarrier_$$arch.ptx || exit 1; \
+		$(GO) run ./cmd/ptxgen -kernel gvr_topk -arch $$arch -sure-set -o $(GPUBIN)/gvr_topk_sure_$$arch.ptx || exit 1; \
+		$(GO) run ./cmd/ptxgen -kernel gvr_topk_cluster -arch $$arch -cluster 8 -mbarrier-rounds -sure-set -o $(GPUBIN)/gvr_topk_cluster_sure_$$arch.ptx || exit 1; \
 		for s in f16 bf16; do for k in gvr_topk gvr_topk_cluster; do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster $$([ $$k = gvr_topk ] && echo 0 || echo 8) -scores $$s -o $(GPUBIN)/$${k}_$${s}_$$arch.ptx || exit 1; \
 		done; done; done
