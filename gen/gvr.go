@@ -61,7 +61,7 @@ const (
 	StatsValidPred    = 56  // valid predicted indices Phase 1 saw
 	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run); with PathHeld, the key the select starts from (heldSelect)
 	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1 and 4 (0: not reached)
-	StatsSampleTop    = 160 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it)
+	StatsSampleTop    = 160 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it; with a sure set, the sure threshold's key - 1)
 	StatsSure         = 164 // sure candidates Phase 4 wrote as they were, 0 where none (written with Config.SureSet only)
 )
 

@@ -129,7 +129,8 @@ type collected struct {
 	// (cluster kernels).
 	from func(j ptx.Reg) ptx.Reg
 	to   func(j, from ptx.Reg) ptx.Reg
-	// unpack, if not nil, sets ours (and what moveTo needs) past the walk.
+	// unpack, if not nil, sets ours (and what from and to need) past the
+	// walk.
 	unpack func()
 }
 
