@@ -43,7 +43,8 @@ func isFloor(name string) bool {
 // cluster Top-K kernel whose rounds signal with mbarriers
 // (-mbarrier-rounds: gen.Config.MbarrierRounds), then "+keep" for one
 // that keeps a long row's excess's high vectors (-keep-over:
-// gen.Config.KeepOver).
+// gen.Config.KeepOver), or "+sure" for a GVR kernel that sets apart the
+// candidates sure to be in the Top-K (-sure-set: gen.Config.SureSet).
 type column struct {
 	kernel string     // gvr, cgvr16, auto...
 	scores topk.DType // the rows' score type
@@ -51,11 +52,15 @@ type column struct {
 	pages  bool       // the kernel also writes the page-table output
 	mbar   bool       // MbarrierRounds
 	keep   bool       // KeepOver
+	sure   bool       // SureSet
 }
 
 func parseColumn(name string) column {
 	c := column{kernel: name}
-	if k, ok := strings.CutSuffix(name, "+keep"); ok {
+	if k, ok := strings.CutSuffix(name, "+sure"); ok {
+		c.kernel, c.sure = k, true
+	}
+	if k, ok := strings.CutSuffix(c.kernel, "+keep"); ok {
 		c.kernel, c.keep = k, true
 	}
 	if k, ok := strings.CutSuffix(c.kernel, "+pages"); ok {
@@ -85,14 +90,22 @@ func (c column) kernelScores() topk.DType {
 
 // columns expands the kernels into the table's columns: each kernel on
 // float32 rows, on rows of each 16-bit type, with the page-table output,
-// and a cluster Top-K kernel with mbarrier rounds and with the keep (each
+// a cluster Top-K kernel with mbarrier rounds and with the keep (each of
+// its plain and +mbar columns), and a GVR kernel with the sure set (each
 // of its plain and +mbar columns); the floor kernels only as they are.
-func columns(kernels []string, scores []topk.DType, pages, mbar, keep bool) []string {
+func columns(kernels []string, scores []topk.DType, pages, mbar, keep, sure bool) []string {
 	var out []string
+	gvr := func(k string) bool {
+		p, _ := clusterOf(k)
+		return p == "cgvr" || p == "cfallback" || k == "gvr" || k == "fallback"
+	}
 	for _, k := range kernels {
 		out = append(out, k)
 		if isFloor(k) {
 			continue
+		}
+		if sure && gvr(k) {
+			out = append(out, k+"+sure")
 		}
 		if p, _ := clusterOf(k); p != "" {
 			if keep {
@@ -103,6 +116,9 @@ func columns(kernels []string, scores []topk.DType, pages, mbar, keep bool) []st
 			}
 			if mbar && keep {
 				out = append(out, k+"+mbar+keep")
+			}
+			if mbar && sure {
+				out = append(out, k+"+mbar+sure")
 			}
 		}
 		for _, d := range scores {

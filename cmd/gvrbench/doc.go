@@ -26,7 +26,11 @@
 // with -keep-over each cluster Top-K kernel keeping which vectors of a
 // long row's excess hold high elements, to load only those again (columns
 // cgvr16+keep, cgvr16+mbar+keep: gen.Config.KeepOver; with -tune the table
-// may choose it),
+// may choose it), and with -sure-set each GVR kernel setting apart the
+// candidates its first pass shows to be in the Top-K (columns gvr+sure,
+// cgvr16+mbar+sure: gen.Config.SureSet; the auto column and the Selector
+// take it by topk's rule, which -tune does not measure: its table is timed
+// without it),
 //
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time

@@ -54,6 +54,7 @@ type options struct {
 	pageSize       int          // -pages: with the fused page-table output of this page size (0: without)
 	mbar           bool         // -mbarrier-rounds: the cluster Top-K kernels with mbarrier rounds too
 	keep           bool         // -keep-over: and keeping a long row's excess's high vectors too
+	sure           bool         // -sure-set: and setting apart the candidates sure to be in the Top-K too
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
 	scores := fs.String("scores", "f32", "the score types the kernels are timed on, comma-separated (f32, f16, bf16): a 16-bit type adds a column per kernel (gvr.bf16), its rows the float32 rows rounded")
+	fs.BoolVar(&o.sure, "sure-set", false, "also time each GVR kernel (gvr, fallback, cgvrC, cfallbackC; with -mbarrier-rounds each +mbar one) setting apart the candidates its first pass shows to be in the Top-K (columns gvr+sure, cgvr16+mbar+sure; gen.Config.SureSet; the auto column takes it by topk's rule; -tune times the kernels without it)")
 	fs.BoolVar(&o.keep, "keep-over", false, "also time each cluster Top-K kernel (with -mbarrier-rounds: each +mbar one) keeping, in rows longer than its cluster holds, which vectors of the excess hold high elements, to load only those again (columns cgvr16+keep, cgvr16+mbar+keep; gen.Config.KeepOver); with -tune, the choice may take it")
 	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
@@ -158,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.pageSize < 0 {
 		return fail(2, "-pages %d: want a page size, or 0", o.pageSize)
 	}
-	o.kernels = columns(o.kernels, o.scores, o.pageSize > 0, o.mbar, o.keep)
+	o.kernels = columns(o.kernels, o.scores, o.pageSize > 0, o.mbar, o.keep, o.sure)
 	for _, m := range strings.Split(*mode, ",") {
 		switch m {
 		case "cold":
@@ -378,11 +380,11 @@ func (b *bencher) load() error {
 			continue // loaded when measured (kernelFor)
 		}
 		for _, instr := range []bool{false, true} {
-			if instr && (!b.o.phases || col.kernel == "radix" || k != col.kernel) {
-				continue // the phases of the plain columns only
+			if instr && (!b.o.phases || col.kernel == "radix" || k != col.kernel && k != col.kernel+"+sure") {
+				continue // the phases of the plain columns (and the sure set's) only
 			}
 			c := cfg
-			c.Instrument, c.Scores = instr, col.kernelScores().ScoreType()
+			c.Instrument, c.Scores, c.SureSet = instr, col.kernelScores().ScoreType(), col.sure
 			kern, err := topk.Kernel(b.dev, names[col.kernel], c)
 			if err != nil {
 				return err
@@ -683,7 +685,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 		return b.kern[name], b.kern[name+"/instrumented"], nil
 	}
 	cfg := b.clusterConfig(prefix, c, n)
-	cfg.Scores, cfg.MbarrierRounds, cfg.KeepOver = col.kernelScores().ScoreType(), col.mbar, keep
+	cfg.Scores, cfg.MbarrierRounds, cfg.KeepOver, cfg.SureSet = col.kernelScores().ScoreType(), col.mbar, keep, col.sure
 	if col.kernel == "auto" {
 		cfg = topk.ChoiceConfig(cfg, c, keep, sure) // the selector's kernel, as it generates it
 	}

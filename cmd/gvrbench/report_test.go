@@ -284,16 +284,21 @@ func TestCharts(t *testing.T) {
 
 // The columns of -scores and -pages, and how their names read back.
 func TestColumns(t *testing.T) {
-	got := columns([]string{"gvr", "floor8", "cgvr8"}, []topk.DType{topk.Float32, topk.BFloat16, topk.Float16}, true, true, false)
+	got := columns([]string{"gvr", "floor8", "cgvr8"}, []topk.DType{topk.Float32, topk.BFloat16, topk.Float16}, true, true, false, false)
 	want := []string{"gvr", "gvr.bf16", "gvr.bf16/f32", "gvr.f16", "gvr.f16/f32", "gvr+pages", "floor8", "cgvr8", "cgvr8+mbar",
 		"cgvr8.bf16", "cgvr8.bf16/f32", "cgvr8.f16", "cgvr8.f16/f32", "cgvr8+pages"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("columns: %v, want %v", got, want)
 	}
-	got = columns([]string{"gvr", "cgvr16"}, nil, false, true, true)
+	got = columns([]string{"gvr", "cgvr16"}, nil, false, true, true, false)
 	want = []string{"gvr", "cgvr16", "cgvr16+keep", "cgvr16+mbar", "cgvr16+mbar+keep"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("columns with the keep: %v, want %v", got, want)
+	}
+	got = columns([]string{"gvr", "radix", "floor8", "cgvr8", "auto"}, nil, false, true, false, true)
+	want = []string{"gvr", "gvr+sure", "radix", "floor8", "cgvr8", "cgvr8+sure", "cgvr8+mbar", "cgvr8+mbar+sure", "auto"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("columns with the sure set: %v, want %v", got, want)
 	}
 	for name, c := range map[string]column{
 		"gvr":             {kernel: "gvr"},
@@ -303,6 +308,8 @@ func TestColumns(t *testing.T) {
 		"cgvr8+mbar":      {kernel: "cgvr8", mbar: true},
 		"cgvr8+keep":      {kernel: "cgvr8", keep: true},
 		"cgvr8+mbar+keep": {kernel: "cgvr8", mbar: true, keep: true},
+		"cgvr8+mbar+sure": {kernel: "cgvr8", mbar: true, sure: true},
+		"gvr+sure":        {kernel: "gvr", sure: true},
 		"gvr.bf16/f32":    {kernel: "gvr", scores: topk.BFloat16, wide: true},
 	} {
 		if got := parseColumn(name); got != c {
