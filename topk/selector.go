@@ -108,8 +108,9 @@ func NewSelector(cfg Config) (*Selector, error) {
 }
 
 // choices are the kernels choose may pick for this selector's steps: the
-// single-CTA pair, and the cluster kernels for every cluster size its
-// device's tuning (or rule) picks for up to MaxRows rows of any length.
+// single-CTA pair, and the kernels (cluster sizes, the keep, the sure set)
+// its device's tuning (or rule) picks for up to MaxRows rows of any
+// length.
 func (s *Selector) choices() []choice {
 	out := []choice{{kernelGVR, 0, false, false}, {kernelFallback, 0, false, false}}
 	seen := map[choice]bool{out[0]: true, out[1]: true}
@@ -195,7 +196,8 @@ func (s *Selector) free() error {
 // Config is the selector's configuration, defaults filled in.
 func (s *Selector) Config() Config { return s.cfg }
 
-// Kernels are the single-CTA kernels the selector launches: GVR with a
+// Kernels are the single-CTA kernels the selector launches for rows
+// longer than a sure set pays in (gen.SureSetMaxShare): GVR with a
 // prediction, and the fallback for a layer's first step.
 func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) {
 	return s.kernels[choice{kernelGVR, 0, false, false}].k, s.kernels[choice{kernelFallback, 0, false, false}].k
