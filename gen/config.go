@@ -74,14 +74,20 @@ type Config struct {
 	// them apart and Phase 4 selects among the others only. Phase 4 is
 	// then ~0.5 us shorter, but the first pass and Phase 3 do more per
 	// element, so it pays where a CTA walks few elements: the Selector
-	// takes it where a CTA's part of the row is at most SureSetMaxShare
-	// elements (perf notes 91).
+	// takes it for rows of at most SureSetMaxRow elements in one CTA, and
+	// in a cluster where a CTA's part of the row is at most
+	// SureSetMaxShare (perf notes 91).
 	SureSet bool
 }
 
-// SureSetMaxShare is the longest part of a row (elements per CTA) where
-// the Selector takes Config.SureSet.
-const SureSetMaxShare = 8192
+// Where the Selector takes Config.SureSet: rows of at most SureSetMaxRow
+// elements in one CTA (whose walks over global memory hide the extra
+// work longer), and in a cluster, parts of at most SureSetMaxShare
+// elements a CTA.
+const (
+	SureSetMaxRow   = 32768
+	SureSetMaxShare = 8192
+)
 
 // ScoreType is the element type of the score rows.
 type ScoreType uint8

@@ -75,15 +75,20 @@ func choose(s step) choice {
 	return choice{kernelFallback, 0, false, sure}
 }
 
-// sureSet is the rule for gen.Config.SureSet: where each CTA's part of
-// a row of n elements over clusters of c CTAs (0: one) is at most
-// gen.SureSetMaxShare elements. On an H100 the sure set took 0.4-0.7 us
-// off Phase 4 everywhere, and cost the first pass and Phase 3 more the
-// more elements each CTA walks: -3 to -6% at 8K (one CTA) and -1 to -3%
-// at 64K (clusters of 8), +1 to +5% from 16K elements a CTA on (perf
-// notes 91).
+// sureSet is the rule for gen.Config.SureSet, for rows of n elements
+// over clusters of c CTAs (0: one CTA per row): rows of at most
+// gen.SureSetMaxRow elements in one CTA, and in a cluster where each
+// CTA's part is at most gen.SureSetMaxShare elements. On an H100 the sure
+// set took 0.4-0.7 us off Phase 4 everywhere, and cost the first pass and
+// Phase 3 more the more elements each CTA walks, in shared memory more
+// than in global memory: one CTA -2 to -6% from 8K to 32K and about
+// nothing at 64K; clusters -1 to -3% at 64K over 8 CTAs, +1 to +5% from
+// 16K elements a CTA on (perf notes 91).
 func sureSet(n, c int) bool {
-	return (n+max(c, 1)-1)/max(c, 1) <= gen.SureSetMaxShare
+	if c <= 1 {
+		return n <= gen.SureSetMaxRow
+	}
+	return (n+c-1)/c <= gen.SureSetMaxShare
 }
 
 // defaultCluster is the rule for a GPU with clusters but no Tuning, from

@@ -34,7 +34,7 @@ func TestChoose(t *testing.T) {
 		// No table: the rule.
 		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8, false, true}},
 		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0, false, false}},
-		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0, false, false}},
+		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0, false, true}},
 		// No clusters.
 		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0, false, false}},
 		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0, false, false}},
@@ -45,14 +45,16 @@ func TestChoose(t *testing.T) {
 	}
 }
 
-// TestSureSetRule: the sure set where a CTA's part of the row is at most
-// gen.SureSetMaxShare elements, and not past it.
+// TestSureSetRule: the sure set for rows of at most gen.SureSetMaxRow
+// elements in one CTA, and where a cluster CTA's part of the row is at
+// most gen.SureSetMaxShare elements; not past them.
 func TestSureSetRule(t *testing.T) {
 	for _, c := range []struct {
 		n, cluster int
 		want       bool
-	}{{1, 0, true}, {8192, 0, true}, {8193, 0, false}, {65536, 8, true}, {65537, 8, false},
-		{131072, 16, true}, {262144, 16, false}, {16384, 2, true}, {1 << 20, 16, false}} {
+	}{{1, 0, true}, {8192, 0, true}, {32768, 0, true}, {32769, 0, false}, {65536, 0, false},
+		{65536, 8, true}, {65537, 8, false}, {131072, 16, true}, {262144, 16, false},
+		{16384, 2, true}, {16385, 2, false}, {1 << 20, 16, false}} {
 		if got := sureSet(c.n, c.cluster); got != c.want {
 			t.Errorf("sureSet(%d, %d) = %v, want %v", c.n, c.cluster, got, c.want)
 		}

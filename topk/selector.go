@@ -197,7 +197,7 @@ func (s *Selector) free() error {
 func (s *Selector) Config() Config { return s.cfg }
 
 // Kernels are the single-CTA kernels the selector launches for rows
-// longer than a sure set pays in (gen.SureSetMaxShare): GVR with a
+// longer than a sure set pays in (gen.SureSetMaxRow): GVR with a
 // prediction, and the fallback for a layer's first step.
 func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) {
 	return s.kernels[choice{kernelGVR, 0, false, false}].k, s.kernels[choice{kernelFallback, 0, false, false}].k
