@@ -23,23 +23,13 @@ func (t *topk) phase4Refine(v verdict) {
 		e.Ld(ptx.SpaceShared, total, t.smem.at(t.split, 0))
 		e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
 		e.Sub(k, t.k, sure)
-		j := t.u32()
-		e.For(j, t.tid, sure, ptx.Imm(int64(t.threads)), func() {
-			at := t.u32()
-			e.Add(at, j, total)
-			b, i := t.loadCand(at)
-			t.store(t.out, j, i, b)
-		})
+		t.copyCands(total, sure, t.out)
 		out = t.out.after(sure)
 	}
 	cands := t.candWalker(total)
 	e.IfElse(t.setp(ptx.EQ, total, k), func() {
 		// Exactly K candidates: all of them, in buffer order.
-		j := t.u32()
-		e.For(j, t.tid, total, ptx.Imm(int64(t.threads)), func() {
-			b, i := t.loadCand(j)
-			t.store(out, j, i, b)
-		})
+		t.copyCands(ptx.Reg{}, total, out)
 	}, func() {
 		// Inlined passes: the candidate walk is short, and this is the
 		// common path, where a loop's few instructions per pass would show.
@@ -61,6 +51,22 @@ func (t *topk) phase4Refine(v verdict) {
 		t.onMark = t.mark // exactSelect's own points
 		t.exactSelect(cands, k, t.sel, out, t.passes, how)
 		t.onMark = nil
+	})
+}
+
+// copyCands writes the n candidates from buffer slot first on (0 where
+// first is unset) to o's first n slots, in buffer order.
+func (t *topk) copyCands(first, n ptx.Reg, o outRow) {
+	e := t.e
+	j := t.u32()
+	e.For(j, t.tid, n, ptx.Imm(int64(t.threads)), func() {
+		at := j
+		if first.T != ptx.TypeInvalid {
+			at = t.u32()
+			e.Add(at, j, first)
+		}
+		b, i := t.loadCand(at)
+		t.store(o, j, i, b)
 	})
 }
 
