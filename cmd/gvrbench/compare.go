@@ -120,11 +120,7 @@ func (r *Report) writePhaseComparison(w io.Writer, base *Report) {
 	if len(lines) == 0 {
 		return
 	}
-	mode := "cold"
-	if r.PhasesWarm {
-		mode = "warm"
-	}
-	fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row): us against -> this, change; the steps inside Phases 1 and 4 that moved %.1f us or more\n", mode, stepMoved)
+	fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row): us against -> this, change; the steps inside Phases 1 and 4 that moved %.1f us or more\n", r.phasesMode(), stepMoved)
 	fmt.Fprintf(w, "%5s %7s %-18s", "batch", "N", "kernel")
 	for i := range 4 {
 		fmt.Fprintf(w, " | %17s", fmt.Sprintf("phase%d", i+1))

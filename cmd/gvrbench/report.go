@@ -213,11 +213,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 
 	if len(r.Phases) > 0 {
-		mode := "cold"
-		if r.PhasesWarm {
-			mode = "warm"
-		}
-		fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row; us from SM cycles at %d MHz):\n", mode, d.ClockMHz)
+		fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row; us from SM cycles at %d MHz):\n", r.phasesMode(), d.ClockMHz)
 		fmt.Fprintf(w, "%5s %7s %-9s %8s %8s %8s %8s %7s %7s %7s %7s  %s\n", "batch", "N", "kernel",
 			"phase1", "phase2", "phase3", "phase4", "passes", "radix", "cands", "valid", "rows copy/gvr/exact/held")
 		phases := slices.Clone(r.Phases)
@@ -540,4 +536,12 @@ func WriteAblations(w io.Writer, as []Ablation) {
 		p := a.PhaseUS
 		fmt.Fprintf(w, "%-77s %6.1f %6.1f %6.1f %6.1f %6.1f\n", "  "+kern+" (calibrated layer 0)", p[0], p[1], p[2], p[3], p[0]+p[1]+p[2]+p[3])
 	}
+}
+
+// phasesMode is how the phases were taken: cold, or warm (-phases-warm).
+func (r *Report) phasesMode() string {
+	if r.PhasesWarm {
+		return "warm"
+	}
+	return "cold"
 }
