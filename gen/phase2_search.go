@@ -92,7 +92,9 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 		pts = append(pts, g.sure)
 	}
 	counts := t.countFirst(pts)
+	t.mark(MarkP2Counted)
 	tot, below := t.rowTotals(counts, t.p1)
+	t.mark(MarkP2Combined)
 	var sure sureSet
 	if t.cfg.SureSet {
 		sure = t.newSureSet(g.sure, counts[firstPoints], tot[firstPoints], below)

@@ -1120,7 +1120,8 @@ func TestInstrumentMarks(t *testing.T) {
 				default:
 					seq = append(seq, mark(gen.MarkP1Sample))
 				}
-				seq = append(seq, mark(gen.MarkP1Done), u64(8))
+				// Phase 2's first pass: counted, combined, then the search's end.
+				seq = append(seq, mark(gen.MarkP1Done), u64(8), mark(gen.MarkP2Counted), mark(gen.MarkP2Combined), u64(16))
 			}
 			if path == gen.PathHeld {
 				// The row's load is Phase 1's time; Phases 2 and 3 take none.
@@ -1134,6 +1135,13 @@ func TestInstrumentMarks(t *testing.T) {
 				if seq[i] == 0 || seq[i] < seq[i-1] {
 					t.Errorf("%s row %d (%s, path %d): marks out of order or missing: %v", name, row, cs[row].name, path, seq)
 					break
+				}
+			}
+			if path == gen.PathCopy || path == gen.PathHeld {
+				for _, i := range []int{gen.MarkP2Counted, gen.MarkP2Combined} {
+					if mark(i) != 0 {
+						t.Errorf("%s row %d (path %d): Phase 2 mark %d set", name, row, path, i)
+					}
 				}
 			}
 			if path != gen.PathGVR && path != gen.PathHeld {
