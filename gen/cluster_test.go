@@ -150,7 +150,7 @@ func TestClusterConfig(t *testing.T) {
 func TestClusterTopK(t *testing.T) {
 	for _, tc := range []struct {
 		C, maxN, n int
-	}{{1, 512, 300}, {2, 512, 300}, {4, 512, 300}, {2, 128, 300}, {4, 1024, 1000}} {
+	}{{1, 512, 300}, {2, 512, 300}, {4, 512, 300}, {2, 128, 300}, {4, 1024, 1000}, {8, 1024, 1000}} {
 		cfg := cfgK16
 		cfg.Cluster, cfg.MaxN = tc.C, tc.maxN
 		t.Run(fmt.Sprintf("C=%d/MaxN=%d/n=%d", tc.C, tc.maxN, tc.n), func(t *testing.T) {
@@ -305,7 +305,7 @@ func TestClusterTopKKeepOver(t *testing.T) {
 // schedules, the same output as with barrier.cluster, and only the slice's
 // cluster barrier left in the code.
 func TestClusterTopKMbarrierRounds(t *testing.T) {
-	for _, tc := range []struct{ C, maxN, n int }{{1, 512, 300}, {2, 512, 300}, {4, 1024, 1000}, {4, 256, 700}} {
+	for _, tc := range []struct{ C, maxN, n int }{{1, 512, 300}, {2, 512, 300}, {4, 1024, 1000}, {4, 256, 700}, {8, 512, 1500}} {
 		cfg := cfgK16
 		cfg.Cluster, cfg.MaxN = tc.C, tc.maxN
 		mb := cfg
@@ -350,7 +350,7 @@ func TestSureSet(t *testing.T) {
 	}{{"gvr_topk", 0, 0, 300, false, false}, {"topk_fallback", 0, 0, 1000, false, false},
 		{"gvr_topk_cluster", 2, 512, 300, false, false}, {"gvr_topk_cluster", 4, 1024, 1000, true, false},
 		{"topk_fallback_cluster", 2, 1024, 1000, true, false}, {"gvr_topk_cluster", 2, 128, 1000, true, true},
-		{"topk_fallback_cluster", 4, 256, 700, false, true}} {
+		{"topk_fallback_cluster", 4, 256, 700, false, true}, {"gvr_topk_cluster", 8, 512, 1500, true, false}} {
 		cfg := one
 		cfg.Cluster, cfg.MaxN, cfg.MbarrierRounds, cfg.KeepOver = tc.C, tc.maxN, tc.mbar, tc.keep
 		cfg.SureSet, cfg.Instrument = true, true

@@ -46,6 +46,13 @@ type clusterPart struct {
 // predicted values' minimum and count and its sample share's range.
 const exchangeVals = max(firstPoints, 4)
 
+// combineAlone is the cluster size from which one warp combines a round's
+// rows and the CTA reads the totals from shared memory (combineInWarp):
+// every thread adding the C rows itself is C*n shared loads a thread,
+// which 16 warps issue through the SM's one shared-memory pipe (at C = 16
+// and four values, 1024 loads: ~0.5 us; perf notes 93).
+const combineAlone = 8
+
 // clusterTopKShared is a cluster Top-K kernel's shared memory after the
 // Top-K kernel's.
 type clusterTopKShared struct {
@@ -64,6 +71,9 @@ type clusterTopKShared struct {
 func allocClusterTopK(l *layout, cfg Config, ts topkShared) clusterTopKShared {
 	var s clusterTopKShared
 	bytes := 4 * exchangeVals * cfg.cluster()
+	if cfg.cluster() >= combineAlone {
+		bytes += 2 * 4 * exchangeVals // a round's totals and lower ranks' sums, after its rows
+	}
 	s.xchg = [2]region{l.alloc("exchange0", bytes, 16), l.alloc("exchange1", bytes, 16)}
 	if cfg.MbarrierRounds {
 		s.bars = l.alloc("round_mbarriers", 3*8, 8)
@@ -268,6 +278,72 @@ func (p *clusterPart) receive(c *cta, n int, ops []string, extraTx ptx.Operand) 
 	} else {
 		e.BarrierClusterWait(ptx.SemAcquire)
 	}
+	if p.size < combineAlone {
+		tot, below = p.combine(c, ops)
+	} else {
+		tot, below = p.combineInWarp(c, ops)
+	}
+	e.Sub(p.cur, p.both, p.cur)
+	return tot, below
+}
+
+// combineInWarp is receive's combine for large clusters: warp 0's lane r
+// loads row r (one vector load), a warp reduction a value takes the
+// totals and the lower ranks' sums, lane 0 leaves them after the rows;
+// a barrier, and every thread reads them. The buffer's next round is two
+// on: every thread has read these by the barrier of the round between,
+// past which warp 0 writes them again.
+func (p *clusterPart) combineInWarp(c *cta, ops []string) (tot, below []ptx.Reg) {
+	e := c.e
+	if exchangeVals != 4 || len(ops) > 4 {
+		panic("gen: combineInWarp loads a row of 4 values at once")
+	}
+	res := int64(p.size * 4 * exchangeVals)
+	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
+		row := ptx.Vec{c.u32(), c.u32(), c.u32(), c.u32()}
+		for i := range row {
+			op := "add"
+			if i < len(ops) {
+				op = ops[i]
+			}
+			e.Mov(row[i], identity(op, ptx.U32))
+		}
+		in := c.setp(ptx.LT, c.lane, ptx.Imm(int64(p.size)))
+		e.Guarded(in, func() {
+			at := c.u32()
+			e.Mad(at, c.lane, ptx.Imm(4*exchangeVals), p.cur)
+			e.Ld(ptx.SpaceShared, row, ptx.At(at, 0))
+		})
+		lower := c.setp(ptx.LT, c.lane, p.s.rank)
+		first := c.setp(ptx.EQ, c.lane, ptx.Imm(0))
+		for i, op := range ops {
+			t := c.warpReduce(op, row[i])
+			e.Guarded(first, func() { e.St(ptx.SpaceShared, ptx.U32, ptx.At(p.cur, res+int64(4*i)), t) })
+			if op == "add" {
+				y := c.u32()
+				e.Selp(y, row[i], ptx.Imm(0), lower)
+				b := c.warpReduce(op, y)
+				e.Guarded(first, func() { e.St(ptx.SpaceShared, ptx.U32, ptx.At(p.cur, res+int64(4*(exchangeVals+i))), b) })
+			}
+		}
+	})
+	c.sync()
+	for i, op := range ops {
+		tot, below = append(tot, c.u32()), append(below, c.constU32(0))
+		e.Ld(ptx.SpaceShared, tot[i], ptx.At(p.cur, res+int64(4*i)))
+		if op == "add" {
+			e.Ld(ptx.SpaceShared, below[i], ptx.At(p.cur, res+int64(4*(exchangeVals+i))))
+		}
+	}
+	return tot, below
+}
+
+// combine adds up (or takes the minimum or maximum of) each of a round's
+// values over the C rows of the current buffer, in rank order, and the
+// added ones' sums over the rows of lower rank than this CTA, in every
+// thread.
+func (p *clusterPart) combine(c *cta, ops []string) (tot, below []ptx.Reg) {
+	e := c.e
 	for _, op := range ops {
 		init := int64(0) // "add", "max"
 		if op == "min" {
@@ -293,7 +369,6 @@ func (p *clusterPart) receive(c *cta, n int, ops []string, extraTx ptx.Operand) 
 			}
 		}
 	}
-	e.Sub(p.cur, p.both, p.cur)
 	return tot, below
 }
 
