@@ -53,19 +53,19 @@ const (
 // no time) at byte offsets 0, 8, ..., 32, then u32 counters at these
 // offsets.
 const (
-	StatsBytes        = 184
+	StatsBytes        = 200
 	StatsPhase2Passes = 40  // counting passes in Phase 2
 	StatsRadixPasses  = 44  // radix select passes (Phase 4 or the exact path)
 	StatsCandidates   = 48  // candidates collected in Phase 3
 	StatsPath         = 52  // PathCopy, PathGVR, PathExact or PathHeld
 	StatsValidPred    = 56  // valid predicted indices Phase 1 saw
 	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run); with PathHeld, the key the select starts from (heldSelect)
-	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1, 2 and 4 (0: not reached)
-	StatsSampleTop    = 176 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it; with a sure set, the sure threshold's key - 1)
-	StatsSure         = 180 // sure candidates Phase 4 wrote as they were, 0 where none (written with Config.SureSet only)
+	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1-4 (0: not reached)
+	StatsSampleTop    = 192 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it; with a sure set, the sure threshold's key - 1)
+	StatsSure         = 196 // sure candidates Phase 4 wrote as they were, 0 where none (written with Config.SureSet only)
 )
 
-// The marks inside Phases 1, 2 and 4 (Config.Instrument), where their fixed
+// The marks inside Phases 1-4 (Config.Instrument), where their fixed
 // costs go: %clock64 of thread 0 at each point, 0 where a row does not
 // pass it. A mark after a load's first use says when the load arrived.
 const (
@@ -83,6 +83,8 @@ const (
 	MarkSliceSynced        // a cluster kernel's slice: its set-up done, past the CTA barrier and the cluster arrival
 	MarkP2Counted          // Phase 2: the first pass's count of this thread's share done
 	MarkP2Combined         // Phase 2: the first pass's counts combined over the CTA or the cluster
+	MarkP3Placed           // Phase 3: this thread's candidates placed (the block scan)
+	MarkP3Walked           // Phase 3: the walk's candidates written to this CTA's buffer (past the barrier after it)
 	NumMarks
 )
 
@@ -117,7 +119,7 @@ type topk struct {
 	count   ptx.Reg           // u64 address of this row's out_count slot, 0 if none
 	stats   ptx.Reg           // u64 address of this row's stats record (Instrument)
 	stamps  [5]ptx.Reg        // u64 %clock64 at the phase boundaries (Instrument)
-	marks   [NumMarks]ptx.Reg // u64 %clock64 inside Phases 1, 2 and 4 (Instrument)
+	marks   [NumMarks]ptx.Reg // u64 %clock64 inside Phases 1-4 (Instrument)
 	iters   ptx.Reg           // u32 Phase 2 passes
 	passes  ptx.Reg           // u32 radix passes
 	ncand   ptx.Reg           // u32 candidates
@@ -360,7 +362,7 @@ var markNames = [NumMarks]string{
 	MarkP1Indices: "p1 indices", MarkP1Values: "p1 values", MarkP1Sample: "p1 sample", MarkP1Done: "p1 done",
 	MarkP4Span: "p4 span", MarkP4Pass: "p4 pass", MarkP4Kth: "p4 k-th", MarkP4Written: "p4 written",
 	MarkLength: "length", MarkP1Start: "p1 start", MarkSliceIssued: "slice issued", MarkSliceSynced: "slice synced",
-	MarkP2Counted: "p2 counted", MarkP2Combined: "p2 combined",
+	MarkP2Counted: "p2 counted", MarkP2Combined: "p2 combined", MarkP3Placed: "p3 placed", MarkP3Walked: "p3 walked",
 }
 
 // writeStats stores the instrumentation record (thread 0, Instrument only).

@@ -30,6 +30,7 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	// No closing barrier: the scan's scratch is next written in Phase 4,
 	// past the barrier after the walk.
 	c := t.collectParts(v)
+	t.mark(MarkP3Placed)
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
 	// The over walk 16 elements a step, not cfg.unroll()'s 32 or 48: the
 	// element indices a step carries beside its values made ptxas spill
@@ -61,6 +62,7 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 		}
 	})
 	t.sync()
+	t.mark(MarkP3Walked)
 	if c.unpack != nil {
 		c.unpack()
 	}

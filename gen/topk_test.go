@@ -1127,8 +1127,11 @@ func TestInstrumentMarks(t *testing.T) {
 				// The row's load is Phase 1's time; Phases 2 and 3 take none.
 				seq = []uint64{u64(0), mark(gen.MarkLength), u64(8), u64(16), u64(24), mark(gen.MarkP4Span), mark(gen.MarkP4Pass), mark(gen.MarkP4Kth), mark(gen.MarkP4Written)}
 			}
+			if path == gen.PathGVR {
+				seq = append(seq, mark(gen.MarkP3Placed), mark(gen.MarkP3Walked), u64(24))
+			}
 			if path == gen.PathGVR && binary.LittleEndian.Uint32(s[gen.StatsCandidates:]) > uint32(cfg.K) {
-				seq = append(seq, u64(24), mark(gen.MarkP4Span), mark(gen.MarkP4Pass), mark(gen.MarkP4Kth), mark(gen.MarkP4Written))
+				seq = append(seq, mark(gen.MarkP4Span), mark(gen.MarkP4Pass), mark(gen.MarkP4Kth), mark(gen.MarkP4Written))
 			}
 			seq = append(seq, u64(32))
 			for i := 1; i < len(seq); i++ {
@@ -1138,9 +1141,9 @@ func TestInstrumentMarks(t *testing.T) {
 				}
 			}
 			if path == gen.PathCopy || path == gen.PathHeld {
-				for _, i := range []int{gen.MarkP2Counted, gen.MarkP2Combined} {
+				for _, i := range []int{gen.MarkP2Counted, gen.MarkP2Combined, gen.MarkP3Placed, gen.MarkP3Walked} {
 					if mark(i) != 0 {
-						t.Errorf("%s row %d (path %d): Phase 2 mark %d set", name, row, path, i)
+						t.Errorf("%s row %d (path %d): Phase 2 or 3 mark %d set", name, row, path, i)
 					}
 				}
 			}

@@ -275,7 +275,7 @@ func (p Path) String() string {
 // start and at the end of each of the four phases, and counters.
 type Stats struct {
 	Stamps       [5]uint64
-	Marks        [gen.NumMarks]uint64 // %clock64 at points inside Phases 1, 2 and 4 (gen.MarkP1Indices...), 0 where not passed
+	Marks        [gen.NumMarks]uint64 // %clock64 at points inside Phases 1-4 (gen.MarkP1Indices...), 0 where not passed
 	Phase2Passes uint32               // counting passes of the threshold search
 	RadixPasses  uint32               // radix select passes (Phase 4 or the exact path)
 	Candidates   uint32               // candidates collected in Phase 3
@@ -293,9 +293,9 @@ func (s Stats) PhaseCycles() [4]uint64 {
 	return c
 }
 
-// Steps name the intervals the marks split Phases 1, 2 and 4 into
+// Steps name the intervals the marks split Phases 1-4 into
 // (StepCycles).
-var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 indices", "p1 values", "p1 sample", "p1 slice wait", "p4 span", "p4 pass", "p4 k-th", "p4 write", "p4 finish", "p2 count", "p2 combine", "p2 rest"}
+var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 indices", "p1 values", "p1 sample", "p1 slice wait", "p4 span", "p4 pass", "p4 k-th", "p4 write", "p4 finish", "p2 count", "p2 combine", "p2 rest", "p3 place", "p3 walk", "p3 gather"}
 
 // StepCycles is the SM cycles of each of Steps, and whether the row passed
 // through it (both its ends marked): the row's length arriving (the
@@ -313,7 +313,10 @@ var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 i
 // page-table output, counts); Phase 2's first pass over this thread's
 // share, its counts combined over the CTA or the cluster (in thread 0,
 // which waits for the others there), and the rest of Phase 2 (the
-// choice, and any later passes).
+// choice, and any later passes); Phase 3's block scan placing this
+// thread's candidates, its walk writing them (to the barrier after it),
+// and what follows: in a cluster's leader, the wait for the others'
+// candidates.
 func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 	m := s.Marks
 	p1 := m[gen.MarkP1Indices] // where the sample's step starts: once the prediction's values are on their way, if any
@@ -341,6 +344,7 @@ func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 		{m[gen.MarkP1Done], s.Stamps[1]}, {s.Stamps[3], m[gen.MarkP4Span]}, {m[gen.MarkP4Span], m[gen.MarkP4Pass]},
 		{m[gen.MarkP4Pass], m[gen.MarkP4Kth]}, {m[gen.MarkP4Kth], m[gen.MarkP4Written]}, {m[gen.MarkP4Written], s.Stamps[4]},
 		{s.Stamps[1], m[gen.MarkP2Counted]}, {m[gen.MarkP2Counted], m[gen.MarkP2Combined]}, {m[gen.MarkP2Combined], s.Stamps[2]},
+		{s.Stamps[2], m[gen.MarkP3Placed]}, {m[gen.MarkP3Placed], m[gen.MarkP3Walked]}, {m[gen.MarkP3Walked], s.Stamps[3]},
 	}
 	for i, e := range ends {
 		if e[0] != 0 && e[1] != 0 && e[1] >= e[0] {

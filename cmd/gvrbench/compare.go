@@ -82,13 +82,13 @@ func (r *Report) WriteComparison(w io.Writer, base *Report) {
 	r.writePhaseComparison(w, base)
 }
 
-// stepMoved is the least change of a step inside Phases 1, 2 and 4, in us,
+// stepMoved is the least change of a step inside Phases 1-4, in us,
 // that writePhaseComparison names.
 const stepMoved = 0.1
 
 // writePhaseComparison prints, for every kernel, batch and N that both
 // reports broke down (the instrumented kernels), the four phases' means
-// against base's, and the steps inside Phases 1, 2 and 4 that moved by
+// against base's, and the steps inside Phases 1-4 that moved by
 // stepMoved or more: where an A/B's time went.
 func (r *Report) writePhaseComparison(w io.Writer, base *Report) {
 	type key struct {
@@ -120,7 +120,7 @@ func (r *Report) writePhaseComparison(w io.Writer, base *Report) {
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row): us against -> this, change; the steps inside Phases 1, 2 and 4 that moved %.1f us or more\n", r.phasesMode(), stepMoved)
+	fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row): us against -> this, change; the steps inside Phases 1-4 that moved %.1f us or more\n", r.phasesMode(), stepMoved)
 	fmt.Fprintf(w, "%5s %7s %-18s", "batch", "N", "kernel")
 	for i := range 4 {
 		fmt.Fprintf(w, " | %17s", fmt.Sprintf("phase%d", i+1))

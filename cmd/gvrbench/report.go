@@ -82,7 +82,7 @@ type Phases struct {
 	Candidates   float64    `json:"candidates"`
 	ValidPred    float64    `json:"valid_pred"`
 	Paths        [4]int     `json:"paths"` // rows by path: copy, gvr, exact, held
-	// StepUS is the mean time of each of topk.Steps inside Phases 1, 2 and 4
+	// StepUS is the mean time of each of topk.Steps inside Phases 1-4
 	// over the rows that passed through it (0: none did).
 	StepUS [len(topk.Steps)]float64 `json:"step_us"`
 }
@@ -229,7 +229,7 @@ func (r *Report) WriteTable(w io.Writer) {
 				p.Phase2Passes, p.RadixPasses, p.Candidates, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2], p.Paths[3])
 		}
 		if slices.ContainsFunc(phases, func(p Phases) bool { return p.StepUS != [len(topk.Steps)]float64{} }) {
-			fmt.Fprintf(w, "\ninside Phases 1, 2 and 4 (the same runs; us, mean over the rows that pass each step):\n%5s %7s %-9s", "batch", "N", "kernel")
+			fmt.Fprintf(w, "\ninside Phases 1-4 (the same runs; us, mean over the rows that pass each step):\n%5s %7s %-9s", "batch", "N", "kernel")
 			for _, s := range topk.Steps {
 				fmt.Fprintf(w, " %*s", max(7, len(s)), s)
 			}
