@@ -159,6 +159,45 @@ func (c *cta) reduceIn(run *reductionRun, ops []string, vals []ptx.Reg) []ptx.Re
 	return c.collectWarpReductions(ops, vals, s)
 }
 
+// sumsIn is reduceIn of sums that also gives each thread the sums of the
+// warps before its own (warps): the warps' sums it reads past the
+// barrier anyway, one more warp reduction each. With a warp's exclusive
+// scan (warpExclusiveScan), which needs no barrier and so can go where
+// it waits least, that is each thread's exclusive prefix over the CTA.
+func (c *cta) sumsIn(run *reductionRun, vals []ptx.Reg) (tot, warps []ptx.Reg) {
+	e := c.e
+	s := run.half[run.next%2]
+	run.next++
+	ops := make([]string, len(vals))
+	for i := range ops {
+		ops[i] = "add"
+	}
+	c.publishWarpReductions(ops, vals, s)
+	c.sync()
+	nw := int64(c.warps())
+	lanes := c.setp(ptx.LT, c.lane, ptx.Imm(nw))
+	before := c.setp(ptx.LT, c.lane, c.warp)
+	for i := range vals {
+		x := c.constU32(0)
+		e.Guarded(lanes, func() {
+			slot := c.u32()
+			e.Add(slot, c.lane, ptx.Imm(int64(i)*nw))
+			e.Ld(ptx.SpaceShared, x, c.smem.elem(s, slot, 4))
+		})
+		y := c.u32()
+		e.Selp(y, x, ptx.Imm(0), before)
+		tot, warps = append(tot, c.warpReduce("add", x)), append(warps, c.warpReduce("add", y))
+	}
+	return tot, warps
+}
+
+// warpExclusiveScan returns the sum of v over lanes 0..lane-1.
+func (c *cta) warpExclusiveScan(v ptx.Reg) ptx.Reg {
+	x := c.warpInclusiveScan(v)
+	c.e.Sub(x, x, v)
+	return x
+}
+
 // warpInclusiveScan returns the running sum of v over lanes 0..lane.
 func (c *cta) warpInclusiveScan(v ptx.Reg) ptx.Reg {
 	e := c.e

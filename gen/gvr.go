@@ -553,22 +553,36 @@ func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg {
 // rowTotals adds each of vals (per-thread u32 counts) over the row: across
 // the CTA, and in a cluster kernel across the cluster. It returns the
 // totals and, in a cluster kernel, the sums over the CTAs of lower rank
-// (nil otherwise), in every thread. With run (straight-line code only:
-// reductionRun), the CTA's sums take one barrier instead of two.
-func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below []ptx.Reg) {
-	ops := make([]string, len(vals))
-	for i := range ops {
-		ops[i] = "add"
+// (nil otherwise), in every thread; and this thread's exclusive prefix of
+// each over the CTA (excl) and the CTA's sum (cta), where Phase 3 places
+// its candidates. With run (straight-line code only: reductionRun), the
+// CTA's sums take one barrier instead of two.
+func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, cta []ptx.Reg) {
+	if run == nil {
+		for _, v := range vals {
+			ex, ct := t.blockExclusiveScan(v, t.reduce)
+			excl, cta = append(excl, ex), append(cta, ct)
+		}
+		if t.part == nil || t.part.size == 1 {
+			return cta, nil, excl, cta
+		}
+		tot, below = t.part.exchange(t.cta, cta)
+		return tot, below, excl, cta
 	}
-	if run != nil {
-		tot = t.reduceIn(run, ops, vals)
-	} else {
-		tot = t.blockReduceN(ops, vals, t.reduce)
+	// The sums and the warps' offsets first; the prefixes inside the
+	// warps, which need no barrier, while the cluster's round is out.
+	cta, excl = t.sumsIn(run, vals)
+	tot = cta
+	if t.part != nil && t.part.size > 1 {
+		t.part.send(t.cta, cta)
 	}
-	if t.part == nil || t.part.size == 1 {
-		return tot, nil // one CTA holds the row: nothing to combine
+	for i, v := range vals {
+		t.e.Add(excl[i], excl[i], t.warpExclusiveScan(v))
 	}
-	return t.part.exchange(t.cta, tot)
+	if t.part != nil && t.part.size > 1 {
+		tot, below = t.part.receive(t.cta, len(vals), nil, nil)
+	}
+	return tot, below, excl, cta
 }
 
 // finish sorts the selection into rank order (Sorted only), writes the

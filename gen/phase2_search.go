@@ -15,6 +15,8 @@ type verdict struct {
 	total ptx.Reg  // u32 that count
 	mine  ptx.Reg  // u32 this thread's part of it
 	below ptx.Reg  // u32 the part of CTAs of lower rank in the cluster (cluster kernels)
+	excl  ptx.Reg  // u32 the part of the threads before this one in its CTA
+	cta   ptx.Reg  // u32 this CTA's part
 	sure  sureSet  // the candidates certain to be in the Top-K (Config.SureSet)
 }
 
@@ -31,14 +33,17 @@ type sureSet struct {
 	total ptx.Reg  // u32 that count
 	mine  ptx.Reg  // u32 this thread's part of it
 	below ptx.Reg  // u32 the part of CTAs of lower rank in the cluster
+	excl  ptx.Reg  // u32 the part of the threads before this one in its CTA
+	cta   ptx.Reg  // u32 this CTA's part
 }
 
 // newSureSet is the sure set at threshold thr from the first pass's
-// counts there: this thread's (mine), the row's (total) and, in a
-// cluster, the CTAs' of lower rank (below's last).
-func (t *topk) newSureSet(thr, mine, total ptx.Reg, below []ptx.Reg) sureSet {
+// counts there: this thread's (mine), the row's (total), the threads'
+// before this one in its CTA (excl), the CTA's (cta) and, in a cluster,
+// the CTAs' of lower rank (below's last).
+func (t *topk) newSureSet(thr, mine, total, excl, cta ptx.Reg, below []ptx.Reg) sureSet {
 	e := t.e
-	s := sureSet{thr: thr, has: t.setp(ptx.LT, total, t.k), total: total, mine: mine, below: t.constU32(0)}
+	s := sureSet{thr: thr, has: t.setp(ptx.LT, total, t.k), total: total, mine: mine, below: t.constU32(0), excl: excl, cta: cta}
 	if below != nil {
 		e.Mov(s.below, below[len(below)-1])
 	}
@@ -53,6 +58,8 @@ func (s sureSet) close(t *topk, v verdict) {
 		t.e.Mov(s.total, v.total)
 		t.e.Mov(s.mine, v.mine)
 		t.e.Mov(s.below, v.below)
+		t.e.Mov(s.excl, v.excl)
+		t.e.Mov(s.cta, v.cta)
 	})
 }
 
@@ -80,7 +87,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 		}
 	})
 	s := &search{t: t, g: g, lo: t.constU32(keyNegInf - 1), hi: t.constU32(keyPosInf + 1),
-		thr: t.f32(), mine: t.u32(), total: t.u32(), below: t.constU32(0),
+		thr: t.f32(), mine: t.u32(), total: t.u32(), below: t.constU32(0), excl: t.u32(), cta: t.u32(),
 		found: t.falsePred(), measLo: t.falsePred(), measHi: t.falsePred()}
 	done := e.NewLabel("phase2_done")
 
@@ -93,11 +100,13 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	}
 	counts := t.countFirst(pts)
 	t.mark(MarkP2Counted)
-	tot, below := t.rowTotals(counts, t.p1)
+	// The counts' prefixes over the CTA come with their sums: Phase 3
+	// places the candidates by them, with no block scan of its own.
+	tot, below, excl, cta := t.rowTotals(counts, t.p1)
 	t.mark(MarkP2Combined)
 	var sure sureSet
 	if t.cfg.SureSet {
-		sure = t.newSureSet(g.sure, counts[firstPoints], tot[firstPoints], below)
+		sure = t.newSureSet(g.sure, counts[firstPoints], tot[firstPoints], excl[firstPoints], cta[firstPoints], below)
 		counts, tot = counts[:firstPoints], tot[:firstPoints]
 	}
 	e.Add(t.iters, t.iters, ptx.Imm(1))
@@ -109,6 +118,8 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 			e.Mov(s.total, tot[i])
 			e.Mov(s.thr, p)
 			e.Mov(s.mine, counts[i])
+			e.Mov(s.excl, excl[i])
+			e.Mov(s.cta, cta[i])
 			if below != nil {
 				e.Mov(s.below, below[i])
 			}
@@ -134,9 +145,11 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 		e.Mov(s.thr, t.keyToFloat(tk))
 	})
 	e.Mov(s.mine, t.countMine([]ptx.Reg{s.thr})[0])
-	tot, below = t.rowTotals([]ptx.Reg{s.mine}, nil)
+	tot, below, excl, cta = t.rowTotals([]ptx.Reg{s.mine}, nil)
 	cnt := tot[0]
 	e.Mov(s.total, cnt)
+	e.Mov(s.excl, excl[0])
+	e.Mov(s.cta, cta[0])
 	if below != nil {
 		e.Mov(s.below, below[0])
 	}
@@ -147,7 +160,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	s.next(done)
 	e.BraUni(top)
 	e.Place(done)
-	v := verdict{thr: s.thr, found: s.found, total: s.total, mine: s.mine, below: s.below, sure: sure}
+	v := verdict{thr: s.thr, found: s.found, total: s.total, mine: s.mine, below: s.below, excl: s.excl, cta: s.cta, sure: sure}
 	if t.cfg.SureSet {
 		sure.close(t, v)
 	}
@@ -168,6 +181,7 @@ type search struct {
 	lo, hi         ptx.Reg  // u32 keys: valid thresholds lie strictly between
 	thr, mine      ptx.Reg  // the next (or found) threshold; this thread's count at it
 	total, below   ptx.Reg  // the row's count at thr; the part of lower-rank CTAs (clusters)
+	excl, cta      ptx.Reg  // the part of the threads before this one in its CTA; the CTA's
 	found          ptx.Pred // thr's count is in the window
 	measLo, measHi ptx.Pred // whether g's anchors are measured counts
 }

@@ -13,9 +13,10 @@ import (
 const collectOverElems = 16
 
 // phase3Collect writes every element >= v.thr (or NaN) into the candidate
-// buffer. Each thread's count from Phase 2's last pass gives, by a block
-// prefix sum, where its candidates go: no ballots, no atomics, no second
-// counting pass, and the same order every run. In a cluster kernel the
+// buffer. The prefix sum over the CTA of Phase 2's counts at v.thr, taken
+// with their sums (rowTotals), gives where each thread's candidates go: no
+// ballots, no atomics, no second counting pass, no scan of its own, and
+// the same order every run. In a cluster kernel the
 // buffer that counts is the leader's: each CTA collects into its own, then
 // copies them there after the candidates of the CTAs of lower rank
 // (v.below), a warp's stores to consecutive words, as distributed shared
@@ -27,8 +28,6 @@ const collectOverElems = 16
 func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	e := t.e
 	e.Comment("Phase 3: ballot-free candidate collection")
-	// No closing barrier: the scan's scratch is next written in Phase 4,
-	// past the barrier after the walk.
 	c := t.collectParts(v)
 	t.mark(MarkP3Placed)
 	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
@@ -140,8 +139,8 @@ type collected struct {
 // threads (and in a cluster, of the CTAs) before it. With Config.SureSet
 // the buffer holds the candidates below the sure threshold first, then
 // the sure ones (v.sure; all of the candidates where none is sure), each
-// part in row order. One block scan places both, their counts packed in
-// the halves of a word (a CTA's candidates fit the buffer, so neither
+// part in row order. Phase 2's prefixes of both counts place them, packed
+// in the halves of a word (a CTA's candidates fit the buffer, so neither
 // half carries), and so are the counts needed past the walk, which then
 // carries few registers: ptxas spilled in the walk otherwise.
 func (t *topk) collectParts(v verdict) collected {
@@ -153,7 +152,7 @@ func (t *topk) collectParts(v verdict) collected {
 		return a
 	}
 	if !t.cfg.SureSet {
-		pos, ours := t.blockScan(v.mine, t.sel.scratch)
+		pos, ours := v.excl, v.cta
 		e.Mov(t.ncand, v.total)
 		return collected{a: slot(pos), ours: ours, from: func(j ptx.Reg) ptx.Reg { return j }, to: func(j, _ ptx.Reg) ptx.Reg {
 			d := t.u32()
@@ -167,7 +166,8 @@ func (t *topk) collectParts(v verdict) collected {
 		e.Mad(p, sure, ptx.Imm(1<<16), p)
 		return p
 	}
-	pos, ours := t.blockScan(pack(v.mine, v.sure.mine), t.sel.scratch)
+	// The packing is linear: the packed prefixes are the prefixes' packs.
+	pos, ours := pack(v.excl, v.sure.excl), pack(v.cta, v.sure.cta)
 	rest := t.u32() // the row's candidates below the sure threshold
 	e.Sub(rest, v.total, v.sure.total)
 	e.Mov(t.ncand, v.total)
