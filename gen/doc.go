@@ -58,12 +58,14 @@
 //     a linear secant follows badly), damped while one anchor is an
 //     estimate, with key-space bisection as the fallback.
 //   - Phase 3 (collection) is the paper's ballot-free pass: each thread's
-//     count from Phase 2 gives, by a block prefix sum, where its candidates
-//     go. With Config.SureSet the first pass also counts a threshold the
-//     sample puts at about 3K/4 elements; where fewer than K are at or above
-//     it, they are all in the Top-K, and Phase 3 puts them after the other
-//     candidates (one scan of both counts), whence Phase 4 writes them to
-//     the first output slots as they are and selects among the others.
+//     count from Phase 2 gives, by its prefix sum over the CTA (taken in
+//     Phase 2 with the counts' sums), where its candidates go. With
+//     Config.SureSet the first pass also counts a threshold the sample puts
+//     at about 3K/4 elements; where fewer than K are at or above it, they
+//     are all in the Top-K, and Phase 3 puts them after the other
+//     candidates (by the prefixes of both counts), whence Phase 4 writes
+//     them to the first output slots as they are and selects among the
+//     others.
 //   - Phase 4 (refine) is an exact radix select in shared memory on the
 //     candidates' key offsets within the span of their keys (Bins-bin
 //     histogram), guessed without a walk from the threshold and the
