@@ -83,7 +83,7 @@ const (
 	MarkSliceSynced        // a cluster kernel's slice: its set-up done, past the CTA barrier and the cluster arrival
 	MarkP2Counted          // Phase 2: the first pass's count of this thread's share done
 	MarkP2Combined         // Phase 2: the first pass's counts combined over the CTA or the cluster
-	MarkP3Placed           // Phase 3: this thread's candidates placed (the block scan)
+	MarkP3Placed           // Phase 3: this thread's candidates placed (their slots, from Phase 2's prefixes)
 	MarkP3Walked           // Phase 3: the walk's candidates written to this CTA's buffer (past the barrier after it)
 	NumMarks
 )
@@ -558,30 +558,29 @@ func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg {
 // its candidates. With run (straight-line code only: reductionRun), the
 // CTA's sums take one barrier instead of two.
 func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, cta []ptx.Reg) {
-	if run == nil {
+	if run != nil {
+		// The sums and the warps' offsets; the prefixes inside the warps,
+		// which need no barrier, follow while the cluster's round is out.
+		cta, excl = t.sumsIn(run, vals)
+	} else {
 		for _, v := range vals {
 			ex, ct := t.blockExclusiveScan(v, t.reduce)
 			excl, cta = append(excl, ex), append(cta, ct)
 		}
-		if t.part == nil || t.part.size == 1 {
-			return cta, nil, excl, cta
-		}
-		tot, below = t.part.exchange(t.cta, cta)
-		return tot, below, excl, cta
 	}
-	// The sums and the warps' offsets first; the prefixes inside the
-	// warps, which need no barrier, while the cluster's round is out.
-	cta, excl = t.sumsIn(run, vals)
-	tot = cta
-	if t.part != nil && t.part.size > 1 {
+	cluster := t.part != nil && t.part.size > 1
+	if cluster {
 		t.part.send(t.cta, cta)
 	}
-	for i, v := range vals {
-		t.e.Add(excl[i], excl[i], t.warpExclusiveScan(v))
+	if run != nil {
+		for i, v := range vals {
+			t.e.Add(excl[i], excl[i], t.warpExclusiveScan(v))
+		}
 	}
-	if t.part != nil && t.part.size > 1 {
-		tot, below = t.part.receive(t.cta, len(vals), nil, nil)
+	if !cluster {
+		return cta, nil, excl, cta // one CTA holds the row: nothing to combine
 	}
+	tot, below = t.part.receive(t.cta, len(vals), nil, nil)
 	return tot, below, excl, cta
 }
 

@@ -313,8 +313,9 @@ var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 i
 // page-table output, counts); Phase 2's first pass over this thread's
 // share, its counts combined over the CTA or the cluster (in thread 0,
 // which waits for the others there), and the rest of Phase 2 (the
-// choice, and any later passes); Phase 3's block scan placing this
-// thread's candidates, its walk writing them (to the barrier after it),
+// choice, and any later passes); Phase 3's placing of this thread's
+// candidates (their slots, from Phase 2's prefixes), its walk writing
+// them (to the barrier after it),
 // and what follows: in a cluster's leader, the wait for the others'
 // candidates.
 func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
