@@ -8,9 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/ptx/emu"
+	"github.com/gvr-go/gvr/topk"
 )
 
 // clusterRows are rows of every length from 0 up, starting at every
@@ -374,5 +377,124 @@ func TestSureSet(t *testing.T) {
 	}
 	if _, err := gen.Generate("count_ge", gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90, SureSet: true}); err == nil {
 		t.Error("count_ge accepted SureSet")
+	}
+}
+
+// TestSureOut: with the sure set, a cluster's CTAs write their sure
+// candidates to their output slots themselves where there is no
+// page-table output, and hand them to the leader, whose Phase 4 copies
+// them out, where there is (writePages reads the index slots back). Both
+// give the same arrays (the slots Phase 4's copy gives), with windows,
+// absolute indices and values, and the page-table output is exact.
+func TestSureOut(t *testing.T) {
+	cfg := cfgK16
+	cfg.Bins, cfg.MaxN, cfg.SureSet, cfg.Instrument = 256, 1024, true, true
+	r := rand.New(rand.NewPCG(7, 93))
+	cs := rows(r, cfg.K, cfg.MaxCandidates, 1000)
+	predict(r, cs, "perfect", cfg.K)
+	const stride, pageSize = 1037, 16
+	rowsN := len(cs)
+	host := make([]float32, rowsN*stride)
+	starts, ends := make([]int32, rowsN), make([]int32, rowsN)
+	for i := range host {
+		host[i] = float32(math.NaN()) // outside every window: never chosen
+	}
+	for row, c := range cs {
+		starts[row] = int32(row * 3)
+		ends[row] = starts[row] + int32(len(c.x))
+		copy(host[row*stride+int(starts[row]):], c.x)
+	}
+	ptStride := (stride + pageSize - 1) / pageSize
+	table := make([]int32, rowsN*ptStride)
+	for i := range table {
+		table[i] = int32(r.IntN(1 << 20))
+	}
+	for _, tc := range []struct {
+		C    int
+		mbar bool
+	}{{2, false}, {4, true}} {
+		cfg.Cluster, cfg.MbarrierRounds = tc.C, tc.mbar
+		p, k := load(t, "gvr_topk_cluster", cfg)
+		K := cfg.K
+		for _, abs := range []uint64{0, 1} {
+			var first string
+			for run := range 4 {
+				pages, seed := run%2, uint64(run/2) // on two schedules
+				mem := emu.NewMemory()
+				outIdx, outVals := mem.AllocI32s(make([]int32, rowsN*K)), mem.AllocF32s(make([]float32, rowsN*K))
+				outPages, tableAt := uint64(0), uint64(0)
+				if pages == 1 {
+					outPages, tableAt = mem.AllocI32s(make([]int32, rowsN*K)), mem.AllocI32s(table)
+				}
+				pred := make([]int32, rowsN*K)
+				for row, c := range cs {
+					for j, i := range c.pred[:K] {
+						pred[row*K+j] = i + int32(abs)*starts[row]
+					}
+				}
+				stats := mem.Alloc(rowsN*gen.StatsBytes, 16)
+				args := k.Launch.Args().Set("scores", mem.AllocF32s(host)).Set("row_stride", stride).
+					Set("lengths", mem.AllocI32s(ends)).Set("next_n", 0).Set("row_starts", mem.AllocI32s(starts)).Set("abs_idx", abs).
+					Set("out_idx", outIdx).Set("out_vals", outVals).Set("out_count", 0).
+					Set("page_table", tableAt).Set("page_table_stride", uint64(ptStride)).
+					Set("page_size", pageSize).Set("out_pages", outPages).
+					Set("pred", mem.AllocI32s(pred)).Set("pred_stride", uint64(K)).Set("pred_count", uint64(K)).Set("stats", stats)
+				if _, err := p.Run(mem, emu.Launch{Grid: [3]int{rowsN * tc.C}, Args: args, RaceCheck: true, Seed: seed}); err != nil {
+					t.Fatalf("%v: %v", k.Config, err)
+				}
+				idx := readI32s(t, mem, outIdx, rowsN*K)
+				vals, err := mem.ReadF32s(outVals, rowsN*K)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := mem.Read(stats, rowsN*gen.StatsBytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				label := fmt.Sprintf("C=%d mbarrier=%v abs=%d pages=%d seed=%d", tc.C, tc.mbar, abs, pages, seed)
+				sure := 0
+				var pg []int32
+				if pages == 1 {
+					pg = readI32s(t, mem, outPages, rowsN*K)
+				}
+				for row, c := range cs {
+					if binary.LittleEndian.Uint32(raw[row*gen.StatsBytes+gen.StatsSure:]) > 0 {
+						sure++
+					}
+					rel := make([]int32, K)
+					for j, i := range idx[row*K : (row+1)*K] {
+						rel[j] = i
+						if i >= 0 {
+							rel[j] -= int32(abs) * starts[row]
+						}
+					}
+					if err := topk.Check(c.x, K, false, rel, vals[row*K:(row+1)*K]); err != nil {
+						t.Errorf("%s: row %d (%s): %v", label, row, c.name, err)
+					}
+					for j, i := range rel {
+						if pg == nil {
+							break
+						}
+						want := int32(-1)
+						if i >= 0 {
+							col := int(i) + int(starts[row])
+							want = table[row*ptStride+col/pageSize]*pageSize + int32(col%pageSize)
+						}
+						if pg[row*K+j] != want {
+							t.Errorf("%s: row %d slot %d: page output %d, want %d", label, row, j, pg[row*K+j], want)
+							break
+						}
+					}
+				}
+				if sure == 0 {
+					t.Errorf("%s: no row took a sure set", label)
+				}
+				if out := fmt.Sprint(idx, vals); run == 0 {
+					first = out
+				} else if d := cmp.Diff(first, out); d != "" {
+					t.Errorf("%s: the output differs from the CTAs' own sure stores' on the first schedule (-):\n%s", label, d)
+				}
+			}
+		}
 	}
 }

@@ -115,6 +115,10 @@ type topk struct {
 	// pred is a GVR kernel's prediction, its first indices loading from
 	// the kernel's start (nil: no prediction).
 	prediction *predFetch
+	// sureOut, where set, holds in a cluster kernel with the sure set
+	// where Phase 3 wrote the sure candidates to their output slots
+	// itself, each CTA its own (outSure): Phase 4 then leaves them.
+	sureOut ptx.Pred
 
 	count   ptx.Reg           // u64 address of this row's out_count slot, 0 if none
 	stats   ptx.Reg           // u64 address of this row's stats record (Instrument)

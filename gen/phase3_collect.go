@@ -81,13 +81,25 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	if mbar {
 		hand = t.part.handOver(t.cta)
 	}
+	// handed is how many of this CTA's candidates go to the leader's
+	// buffer, all how many it holds then: every candidate, or where the
+	// CTAs write their sure ones out themselves (outSure), the others.
+	handed, all, direct := c.ours, v.total, ptx.Pred{}
+	if c.outSure != nil {
+		var sure ptx.Reg
+		direct, all, sure = t.sureDirect()
+		t.sureOut = direct
+		handed = t.u32()
+		e.Selp(handed, c.ourRest, c.ours, direct)
+		e.Guarded(direct.Not(), func() { e.Add(all, all, sure) })
+	}
 	e.If(t.part.leader.Not(), func() {
 		if mbar {
 			remoteHand = t.u32()
 			e.Mapa(ptx.SpaceSharedCluster, remoteHand, hand, ptx.Imm(0))
 		}
 		j := t.u32()
-		e.For(j, t.tid, c.ours, ptx.Imm(int64(t.threads)), func() {
+		e.For(j, t.tid, handed, ptx.Imm(int64(t.threads)), func() {
 			src := c.from(j)
 			b, i := t.loadCand(src)
 			d := c.to(j, src)
@@ -103,16 +115,24 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 			e.St(ptx.SpaceSharedCluster, ptx.U32, ptx.At(d, toIdx), i)
 		})
 	})
+	// The sure ones go out while the leader waits for the others.
+	outSure := func() {
+		if c.outSure != nil {
+			e.If(direct, c.outSure)
+		}
+	}
 	if !mbar {
 		// Every CTA's candidates are in the leader's buffer before it reads them.
 		e.BarrierClusterArrive(ptx.SemRelease)
+		outSure()
 		e.BarrierClusterWait(ptx.SemAcquire)
 		return
 	}
+	outSure()
 	e.If(t.part.leader, func() {
 		e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
 			others := t.u32() // bytes: a value and an index per candidate of the others
-			e.Sub(others, v.total, c.ours)
+			e.Sub(others, all, handed)
 			e.Shl(others, others, ptx.Imm(3))
 			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(hand, 0), others)
 		})
@@ -133,6 +153,11 @@ type collected struct {
 	// unpack, if not nil, sets ours (and what from and to need) past the
 	// walk.
 	unpack func()
+	// With the sure set in a cluster kernel (not sorted): this CTA's
+	// candidates below the sure threshold (ourRest, the first of ours),
+	// and outSure, which writes its sure ones to their output slots.
+	ourRest ptx.Reg
+	outSure func()
 }
 
 // collectParts places this thread's candidates: after those of the
@@ -210,7 +235,47 @@ func (t *topk) collectParts(v verdict) collected {
 		e.Shr(c.ours, ours, ptx.Imm(16))
 		e.Add(c.ours, c.ours, ourRest)
 	}
+	if t.part != nil && t.part.size > 1 && t.out.stage == nil {
+		c.ourRest = ourRest
+		// The slots Phase 4's copy would give them (copyCands): the
+		// leader's buffer holds the sure ones past the others, in rank
+		// order, and copies them to the first slots in buffer order.
+		c.outSure = func() {
+			j := t.u32()
+			n := t.u32()
+			e.Sub(n, c.ours, ourRest)
+			e.For(j, t.tid, n, ptx.Imm(int64(t.threads)), func() {
+				src := t.u32()
+				e.Add(src, j, rest)
+				b, i := t.loadCand(src)
+				slot := t.u32()
+				e.Shr(slot, below, ptx.Imm(16))
+				e.Add(slot, slot, j)
+				t.store(t.out, slot, i, b)
+			})
+		}
+	}
 	return c
+}
+
+// sureDirect is whether a cluster's CTAs write their sure candidates to
+// the output themselves (outSure), read past the walk's barrier from
+// splitFor4's counts (which the walk then need not carry): where some are
+// sure and there is no page-table output, which the leader maps from the
+// index slots it reads back (writePages), and so would need the others'
+// stores ordered before its reads. It also returns those counts: how many
+// candidates Phase 4 selects from, and how many are sure.
+func (t *topk) sureDirect() (direct ptx.Pred, sel, sure ptx.Reg) {
+	e := t.e
+	sel, sure = t.u32(), t.u32()
+	e.Ld(ptx.SpaceShared, sel, t.smem.at(t.split, 0))
+	e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
+	d := t.u32()
+	e.Mov(d, sure)
+	if t.out.pages != nil {
+		e.Guarded(t.out.pages.has, func() { e.Mov(d, ptx.Imm(0)) })
+	}
+	return t.setp(ptx.NE, d, ptx.Imm(0)), sel, sure
 }
 
 // splitFor4 tells Phase 4, through shared memory (the walk between

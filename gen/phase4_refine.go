@@ -23,7 +23,11 @@ func (t *topk) phase4Refine(v verdict) {
 		e.Ld(ptx.SpaceShared, total, t.smem.at(t.split, 0))
 		e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
 		e.Sub(k, t.k, sure)
-		t.copyCands(total, sure, t.out)
+		if t.sureOut != (ptx.Pred{}) {
+			e.If(t.sureOut.Not(), func() { t.copyCands(total, sure, t.out) })
+		} else {
+			t.copyCands(total, sure, t.out)
+		}
 		out = t.out.after(sure)
 	}
 	cands := t.candWalker(total)
