@@ -65,7 +65,9 @@
 //     are all in the Top-K, and Phase 3 puts them after the other
 //     candidates (by the prefixes of both counts), whence Phase 4 writes
 //     them to the first output slots as they are and selects among the
-//     others.
+//     others. In a cluster each CTA writes its own sure ones to those
+//     slots and hands the leader only the others (not with sorted or
+//     page-table output).
 //   - Phase 4 (refine) is an exact radix select in shared memory on the
 //     candidates' key offsets within the span of their keys (Bins-bin
 //     histogram), guessed without a walk from the threshold and the
