@@ -395,12 +395,19 @@ func nextNRows(rng *rand.Rand, seqLens []int32, nextN, stride int) (host []float
 // among [RowStarts[r], Lengths[r]) of its row, indices from the window's
 // start or the row's (AbsoluteIndices), a fallback then a predicted step,
 // then one with NoPrediction (a prefill's next chunk: a fallback kernel
-// again); bad windows are refused.
+// again); bad windows are refused. Rows of 70001 take clusters without the
+// sure set, rows of 65536 with it (each CTA then writes its sure
+// candidates to their output slots itself: gen's sureDirect).
 func TestSelectWindows(t *testing.T) {
+	for _, stride := range []int{70001, 65536} {
+		t.Run(fmt.Sprint(stride), func(t *testing.T) { testSelectWindows(t, stride) })
+	}
+}
+
+func testSelectWindows(t *testing.T, stride int) {
 	d := gpu(t)
-	const stride = 70001
-	starts := []int32{0, 1, 5000, 69000, 30000, 100}
-	ends := []int32{stride, 70000, 9000, stride, 30000, 2148}
+	starts := []int32{0, 1, 5000, int32(stride) - 1001, 30000, 100}
+	ends := []int32{int32(stride), int32(stride) - 1, 9000, int32(stride), 30000, 2148}
 	rows := len(starts)
 	sel, err := NewSelector(Config{MaxRows: rows, Values: true, Device: d})
 	must(t, err)
@@ -427,6 +434,12 @@ func TestSelectWindows(t *testing.T) {
 			if res.Predicted != (step == 1) || strings.HasPrefix(res.Kernel, "gvr_topk") != (step == 1) {
 				t.Errorf("abs %v, step %d: %s, predicted %v; want a prediction at step 1 only", abs, step, res.Kernel, res.Predicted)
 			}
+			if _, c, _, sure := Choice(d.Info(), rows, stride, step == 1); res.Cluster != c || res.SureSet != sure {
+				t.Errorf("abs %v, step %d: cluster %d, sure set %v; topk.Choice says %d, %v", abs, step, res.Cluster, res.SureSet, c, sure)
+			}
+			if step == 1 {
+				t.Logf("abs %v: %s, cluster %d, sure set %v", abs, res.Kernel, res.Cluster, res.SureSet)
+			}
 			idx, vals := readResult(t, res)
 			for r := range rows {
 				rel := slices.Clone(idx[r*k : (r+1)*k])
@@ -437,7 +450,7 @@ func TestSelectWindows(t *testing.T) {
 				}
 				want, _ := Reference(x[r], k, false)
 				if err := checkRow(x[r], want, rel, vals[r*k:(r+1)*k], false); err != nil {
-					t.Errorf("abs %v, step %d (%s, cluster %d), row %d (window [%d, %d)): %v", abs, step, res.Kernel, res.Cluster, r, starts[r], ends[r], err)
+					t.Errorf("abs %v, step %d (%s, cluster %d, sure set %v), row %d (window [%d, %d)): %v", abs, step, res.Kernel, res.Cluster, res.SureSet, r, starts[r], ends[r], err)
 				}
 			}
 		}
