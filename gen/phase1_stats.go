@@ -490,19 +490,31 @@ func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int)
 		if round > 0 {
 			t.evenPoints(pts, g.lo, g.hi)
 		}
-		var cnts []ptx.Reg
-		for _, p := range pts {
-			c := t.constU32(0)
-			for _, v := range s.vals {
-				e.Guarded(t.setp(ptx.GEU, v, p), func() { e.Add(c, c, ptx.Imm(1)) })
-			}
-			cnts = append(cnts, c)
+		// The four counts go two to a word, in its 16-bit halves: the
+		// sample has at most sampleSize points, so no half carries, and the
+		// reduction takes two values instead of four (a warp reduction
+		// each, serialised through one register in the SASS).
+		if samplePoints(t.threads) >= 1<<16 {
+			panic("gen: a sample count past a 16-bit half")
 		}
-		r := t.reduceIn(t.p1, []string{"add", "add", "add", "add"}, cnts)
+		pairs := []ptx.Reg{t.constU32(0), t.constU32(0)}
+		for i, p := range pts {
+			c, one := pairs[i/2], ptx.Imm(int64(1)<<(16*(i%2)))
+			for _, v := range s.vals {
+				e.Guarded(t.setp(ptx.GEU, v, p), func() { e.Add(c, c, one) })
+			}
+		}
+		r := t.reduceIn(t.p1, []string{"add", "add"}, pairs)
 		est := make([]ptx.Reg, 4)
 		for i := range est {
+			c := t.u32()
+			if i%2 == 0 {
+				e.And(c, r[i/2], ptx.Imm(0xFFFF))
+			} else {
+				e.Shr(c, r[i/2], ptx.Imm(16))
+			}
 			est[i] = t.f32()
-			e.Cvt(est[i], r[i])
+			e.Cvt(est[i], c)
 			e.Mul(est[i], est[i], s.scale)
 		}
 		// The points ascend, so the estimates descend: lo is the last point
