@@ -76,7 +76,7 @@ type Config struct {
 	// element, so it pays where a CTA walks few elements: the Selector
 	// takes it for rows of at most SureSetMaxRow elements in one CTA, and
 	// in a cluster where a CTA's part of the row is at most
-	// SureSetMaxShare (perf notes 91).
+	// SureSetMaxShare (perf notes 91, 101).
 	SureSet bool
 }
 
@@ -86,7 +86,7 @@ type Config struct {
 // elements a CTA.
 const (
 	SureSetMaxRow   = 32768
-	SureSetMaxShare = 8192
+	SureSetMaxShare = 16384
 )
 
 // ScoreType is the element type of the score rows.

@@ -395,11 +395,11 @@ func nextNRows(rng *rand.Rand, seqLens []int32, nextN, stride int) (host []float
 // among [RowStarts[r], Lengths[r]) of its row, indices from the window's
 // start or the row's (AbsoluteIndices), a fallback then a predicted step,
 // then one with NoPrediction (a prefill's next chunk: a fallback kernel
-// again); bad windows are refused. Rows of 70001 take clusters without the
-// sure set, rows of 65536 with it (each CTA then writes its sure
+// again); bad windows are refused. Rows of 140001 take clusters without
+// the sure set, rows of 65536 with it (each CTA then writes its sure
 // candidates to their output slots itself: gen's sureDirect).
 func TestSelectWindows(t *testing.T) {
-	for _, stride := range []int{70001, 65536} {
+	for _, stride := range []int{140001, 65536} {
 		t.Run(fmt.Sprint(stride), func(t *testing.T) { testSelectWindows(t, stride) })
 	}
 }

@@ -83,7 +83,9 @@ func choose(s step) choice {
 // Phase 3 more the more elements each CTA walks, in shared memory more
 // than in global memory: one CTA -2 to -6% from 8K to 32K and about
 // nothing at 64K; clusters -1 to -3% at 64K over 8 CTAs, +1 to +5% from
-// 16K elements a CTA on (perf notes 91).
+// 16K elements a CTA on (perf notes 91). Since each cluster CTA writes its
+// own sure candidates out (95), 16K elements a CTA pays too (-2 to -4%
+// cold, -3 to -6% graph-replayed), 32K not (perf notes 101).
 func sureSet(n, c int) bool {
 	if c <= 1 {
 		return n <= gen.SureSetMaxRow

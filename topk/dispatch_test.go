@@ -18,7 +18,7 @@ func TestChoose(t *testing.T) {
 	}{
 		// The table: the smallest batch and N at least as large.
 		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8, false, true}},
-		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
+		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, true}},
 		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
 		{step{rows: 1, n: 1 << 22, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
 		// The keep where the table has it, for the fallback twin too.
@@ -53,8 +53,8 @@ func TestSureSetRule(t *testing.T) {
 		n, cluster int
 		want       bool
 	}{{1, 0, true}, {8192, 0, true}, {32768, 0, true}, {32769, 0, false}, {65536, 0, false},
-		{65536, 8, true}, {65537, 8, false}, {131072, 16, true}, {262144, 16, false},
-		{16384, 2, true}, {16385, 2, false}, {1 << 20, 16, false}} {
+		{131072, 8, true}, {131073, 8, false}, {262144, 16, true}, {262145, 16, false},
+		{32768, 2, true}, {32769, 2, false}, {1 << 20, 16, false}} {
 		if got := sureSet(c.n, c.cluster); got != c.want {
 			t.Errorf("sureSet(%d, %d) = %v, want %v", c.n, c.cluster, got, c.want)
 		}
