@@ -69,7 +69,7 @@ type Config struct {
 	// says (topk.Tuning.Keep; perf notes 79, 83, 84).
 	KeepOver bool
 	// SureSet makes the GVR kernels' Phase 2 first pass also count a
-	// threshold the sample puts at about 3K/4 elements: where fewer than K
+	// threshold the sample puts at about 0.85K elements: where fewer than K
 	// are at or above it, each of them is in the Top-K, so Phase 3 sets
 	// them apart and Phase 4 selects among the others only. Phase 4 is
 	// then ~0.5 us shorter, but the first pass and Phase 3 do more per

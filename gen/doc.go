@@ -61,7 +61,7 @@
 //     count from Phase 2 gives, by its prefix sum over the CTA (taken in
 //     Phase 2 with the counts' sums), where its candidates go. With
 //     Config.SureSet the first pass also counts a threshold the sample puts
-//     at about 3K/4 elements; where fewer than K are at or above it, they
+//     at about 0.85K elements; where fewer than K are at or above it, they
 //     are all in the Top-K, and Phase 3 puts them after the other
 //     candidates (by the prefixes of both counts), whence Phase 4 writes
 //     them to the first output slots as they are and selects among the
