@@ -175,19 +175,12 @@ func (t *topk) leaderOnly() {
 	}
 }
 
-// exchange adds vals (u32, the same in every thread of a CTA) across the
-// cluster: each CTA's thread r writes the CTA's values into CTA r's
-// buffer, one barrier.cluster, and every thread adds the C rows in rank
-// order. It returns the totals and the sums over the CTAs of lower rank
-// (the cluster-wide exclusive prefix), in every thread.
-func (p *clusterPart) exchange(c *cta, vals []ptx.Reg) (tot, below []ptx.Reg) {
-	p.send(c, vals)
-	return p.receive(c, len(vals), nil, nil)
-}
-
-// send is the first half of an exchange: this CTA's values go to every
-// CTA's current buffer. Work that needs no total can go between it and
-// receive, which waits for the others'.
+// send is the first half of an exchange round, which combines vals (u32,
+// the same in every thread of a CTA) across the cluster: this CTA's values
+// go to every CTA's current buffer, row rank. Work that needs no total can
+// go between it and receive, which waits for the others' and returns the
+// totals and the sums over the CTAs of lower rank (the cluster-wide
+// exclusive prefix), in every thread.
 func (p *clusterPart) send(c *cta, vals []ptx.Reg) {
 	e := c.e
 	if len(vals) > exchangeVals {

@@ -23,10 +23,11 @@ func (t *topk) phase4Refine(v verdict) {
 		e.Ld(ptx.SpaceShared, total, t.smem.at(t.split, 0))
 		e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
 		e.Sub(k, t.k, sure)
-		if t.sureOut != (ptx.Pred{}) {
-			e.If(t.sureOut.Not(), func() { t.copyCands(total, sure, t.out) })
+		copySure := func() { t.copyCands(total, sure, t.out) }
+		if t.sureOut != (ptx.Pred{}) { // unless the CTAs wrote them out (phase3Collect)
+			e.If(t.sureOut.Not(), copySure)
 		} else {
-			t.copyCands(total, sure, t.out)
+			copySure()
 		}
 		out = t.out.after(sure)
 	}
