@@ -381,11 +381,12 @@ func TestSureSet(t *testing.T) {
 }
 
 // TestSureOut: with the sure set, a cluster's CTAs write their sure
-// candidates to their output slots themselves where there is no
-// page-table output, and hand them to the leader, whose Phase 4 copies
-// them out, where there is (writePages reads the index slots back). Both
-// give the same arrays (the slots Phase 4's copy gives), with windows,
-// absolute indices and values, and the page-table output is exact.
+// candidates to their output slots themselves, and where there is a
+// page-table output their page entries too (the leader maps only the
+// slots after theirs: writePages reads back the index slots it maps,
+// which other CTAs' stores are not ordered before). Exact with windows,
+// absolute indices and values, the page-table output exact, and the same
+// arrays with a page-table output as without, on two schedules.
 func TestSureOut(t *testing.T) {
 	cfg := cfgK16
 	cfg.Bins, cfg.MaxN, cfg.SureSet, cfg.Instrument = 256, 1024, true, true
@@ -492,7 +493,7 @@ func TestSureOut(t *testing.T) {
 				if out := fmt.Sprint(idx, vals); run == 0 {
 					first = out
 				} else if d := cmp.Diff(first, out); d != "" {
-					t.Errorf("%s: the output differs from the CTAs' own sure stores' on the first schedule (-):\n%s", label, d)
+					t.Errorf("%s: the output differs from the first run's, without a page-table output (-):\n%s", label, d)
 				}
 			}
 		}

@@ -66,8 +66,8 @@
 //     candidates (by the prefixes of both counts), whence Phase 4 writes
 //     them to the first output slots as they are and selects among the
 //     others. In a cluster each CTA writes its own sure ones to those
-//     slots and hands the leader only the others (not with sorted or
-//     page-table output).
+//     slots, with their page-table output, and hands the leader only the
+//     others (not with sorted output).
 //   - Phase 4 (refine) is an exact radix select in shared memory on the
 //     candidates' key offsets within the span of their keys (Bins-bin
 //     histogram), guessed without a walk from the threshold and the

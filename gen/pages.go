@@ -60,7 +60,8 @@ func (t *topk) pageOutput(table, stride, size, out *ptx.Param, r, rk, nextN ptx.
 }
 
 // writePages writes the fused page-table output (where out_pages is set)
-// once every index slot is written: each thread maps its slots' columns
+// once every index slot is written (past the sure ones, pagesAfterSure):
+// each thread maps its slots' columns
 // through the page table, pageUnroll slots at a time, their table loads
 // (L2 hits: prefetchPages) in flight together. Mapped per store, as the
 // indices were written, each slot's table load waited alone: 1.7-3.1 us
@@ -73,8 +74,16 @@ func (t *topk) writePages() {
 	e.If(p.has, func() {
 		t.sync() // every index slot of the row written, by any thread
 		K, T := int64(t.cfg.K), int64(t.threads)
+		first := t.tid
+		if t.pagesAfterSure {
+			// Past the sure slots, mapped by the CTAs that wrote them.
+			sure := t.u32()
+			e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
+			first = t.u32()
+			e.Add(first, t.tid, sure)
+		}
 		j := t.u32()
-		e.For(j, t.tid, t.k, ptx.Imm(pageUnroll*T), func() {
+		e.For(j, first, t.k, ptx.Imm(pageUnroll*T), func() {
 			var slot, v [pageUnroll]ptx.Reg
 			var in [pageUnroll]ptx.Pred
 			for u := range pageUnroll {
@@ -88,18 +97,7 @@ func (t *topk) writePages() {
 						col := t.u32() // the column in the row
 						e.Sub(col, idx, o.offset)
 						e.Add(col, col, o.start)
-						page, off := t.u32(), t.u32()
-						e.IfElse(p.pow2, func() {
-							e.Shr(page, col, p.shift)
-							e.Sub(off, p.size, ptx.Imm(1))
-							e.And(off, col, off)
-						}, func() {
-							e.Div(page, col, p.size)
-							e.Mul(off, page, p.size)
-							e.Sub(off, col, off)
-						})
-						e.LdNC(v[u], t.elemAddr(p.table, page, 4))
-						e.Mad(v[u], v[u], p.size, off)
+						t.pageOf(v[u], col)
 					})
 				})
 			}
@@ -108,6 +106,25 @@ func (t *topk) writePages() {
 			}
 		})
 	})
+}
+
+// pageOf sets v to the fused page-table output of column col of the row:
+// its page's entry in the page table, times the page size, plus its
+// place in the page.
+func (t *topk) pageOf(v, col ptx.Reg) {
+	e, p := t.e, t.out.pages
+	page, off := t.u32(), t.u32()
+	e.IfElse(p.pow2, func() {
+		e.Shr(page, col, p.shift)
+		e.Sub(off, p.size, ptx.Imm(1))
+		e.And(off, col, off)
+	}, func() {
+		e.Div(page, col, p.size)
+		e.Mul(off, page, p.size)
+		e.Sub(off, col, off)
+	})
+	e.LdNC(v, t.elemAddr(p.table, page, 4))
+	e.Mad(v, v, p.size, off)
 }
 
 // pageUnroll is how many output slots a thread maps at once in

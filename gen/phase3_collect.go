@@ -252,6 +252,16 @@ func (t *topk) collectParts(v verdict) collected {
 				e.Shr(slot, below, ptx.Imm(16))
 				e.Add(slot, slot, j)
 				t.store(t.out, slot, i, b)
+				if p := t.out.pages; p != nil {
+					// Their page-table output too: the leader maps only
+					// the slots it writes itself (writePages).
+					e.If(p.has, func() {
+						col, v := t.u32(), t.u32()
+						e.Add(col, i, t.out.start)
+						t.pageOf(v, col)
+						e.St(ptx.SpaceGlobal, ptx.U32, t.elemAddr(p.out, slot, 4), v)
+					})
+				}
 			})
 		}
 	}
@@ -261,21 +271,17 @@ func (t *topk) collectParts(v verdict) collected {
 // sureDirect is whether a cluster's CTAs write their sure candidates to
 // the output themselves (outSure), read past the walk's barrier from
 // splitFor4's counts (which the walk then need not carry): where some are
-// sure and there is no page-table output, which the leader maps from the
-// index slots it reads back (writePages), and so would need the others'
-// stores ordered before its reads. It also returns those counts: how many
-// candidates Phase 4 selects from, and how many are sure.
+// sure. They map their page-table output too, and the leader maps only
+// the slots after theirs (writePages, pagesAfterSure), which it wrote: it
+// maps from the index slots it reads back, and would need the others'
+// stores ordered before its reads. It also returns those counts: how
+// many candidates Phase 4 selects from, and how many are sure.
 func (t *topk) sureDirect() (direct ptx.Pred, sel, sure ptx.Reg) {
 	e := t.e
 	sel, sure = t.u32(), t.u32()
 	e.Ld(ptx.SpaceShared, sel, t.smem.at(t.split, 0))
 	e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
-	d := t.u32()
-	e.Mov(d, sure)
-	if t.out.pages != nil {
-		e.Guarded(t.out.pages.has, func() { e.Mov(d, ptx.Imm(0)) })
-	}
-	return t.setp(ptx.NE, d, ptx.Imm(0)), sel, sure
+	return t.setp(ptx.NE, sure, ptx.Imm(0)), sel, sure
 }
 
 // splitFor4 tells Phase 4, through shared memory (the walk between

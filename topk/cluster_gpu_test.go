@@ -299,9 +299,11 @@ func TestSelectNextN(t *testing.T) {
 
 // TestSelectPages: the fused page-table output through a Selector, page
 // sizes 1 and 64, with NextN rows mapped to their batch's page table, on
-// a single-CTA and a cluster kernel's row lengths: every slot is the
-// index slot's column through the table (-1 kept), the indices exact; a
-// missing table, a short table and a page size of 0 are refused.
+// a single-CTA and a cluster kernel's row lengths (the cluster's with the
+// sure set, whose CTAs map their sure slots themselves): every slot is
+// the index slot's column through the table (-1 kept), the indices
+// exact; a missing table, a short table and a page size of 0 are
+// refused.
 func TestSelectPages(t *testing.T) {
 	d := gpu(t)
 	const nextN = 2
@@ -313,6 +315,7 @@ func TestSelectPages(t *testing.T) {
 	k := sel.Config().K
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, stride := range []int{4096, 70001} {
+		sureCluster := false // a cluster kernel with the sure set ran: its CTAs map their sure slots themselves
 		for _, pageSize := range []int{1, 64} {
 			lens := make([]int32, len(seqLens))
 			for i, l := range seqLens {
@@ -332,6 +335,7 @@ func TestSelectPages(t *testing.T) {
 			for step := range 2 {
 				res, err := sel.Select(0, b, nil)
 				must(t, err)
+				sureCluster = sureCluster || res.Cluster > 1 && res.SureSet
 				idx, vals := readResult(t, res)
 				got := make([]int32, rows*k)
 				must(t, runtime.Download(got, res.Pages))
@@ -369,6 +373,9 @@ func TestSelectPages(t *testing.T) {
 				}
 			}
 			must(t, sel.Reset())
+		}
+		if stride == 70001 && !sureCluster {
+			t.Errorf("stride %d: no cluster kernel with the sure set ran (the selector's choice moved: pick a stride that takes one)", stride)
 		}
 	}
 }
