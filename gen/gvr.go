@@ -62,7 +62,7 @@ const (
 	StatsThreshold    = 60  // Phase 2's threshold, float32 bits (0 where Phase 2 did not run); with PathHeld, the key the select starts from (heldSelect)
 	StatsMarks        = 64  // NumMarks u64 %clock64 marks inside Phases 1-4 (0: not reached)
 	StatsSampleTop    = 192 // the key of the sample's largest value, Phase 4's guessed span reads (0 where Phase 4 did not read it; with a sure set, the sure threshold's key - 1)
-	StatsSure         = 196 // sure candidates Phase 4 wrote as they were, 0 where none (written with Config.SureSet only)
+	StatsSure         = 196 // sure candidates Phase 4 wrote as they were, 0 where none
 )
 
 // The marks inside Phases 1-4 (Config.Instrument), where their fixed
@@ -391,9 +391,11 @@ func (t *topk) writeStats() {
 			{StatsPath, t.path}, {StatsValidPred, t.valid}, {StatsThreshold, t.thr}, {StatsSampleTop, t.seenTop}} {
 			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, f.off), f.v)
 		}
+		var sure ptx.Operand = ptx.Imm(0) // a record's every field written: its buffer may hold another kernel's
 		if t.nsure.T != ptx.TypeInvalid {
-			e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, StatsSure), t.nsure)
+			sure = t.nsure
 		}
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(t.stats, StatsSure), sure)
 		for i, m := range t.marks {
 			e.St(ptx.SpaceGlobal, ptx.U64, ptx.At(t.stats, int64(StatsMarks+8*i)), m)
 		}

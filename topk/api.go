@@ -281,6 +281,7 @@ type Stats struct {
 	Candidates   uint32               // candidates collected in Phase 3
 	Path         Path
 	ValidPred    uint32 // predicted indices that were in range and finite
+	Sure         uint32 // of the candidates, those set apart as sure to be in the Top-K (gen.Config.SureSet; 0 where none)
 }
 
 // PhaseCycles is the SM cycles each phase took; a phase the row skipped
@@ -377,6 +378,7 @@ func ParseStats(raw []byte) ([]Stats, error) {
 		s.Candidates = le.Uint32(r[gen.StatsCandidates:])
 		s.Path = Path(le.Uint32(r[gen.StatsPath:]))
 		s.ValidPred = le.Uint32(r[gen.StatsValidPred:])
+		s.Sure = le.Uint32(r[gen.StatsSure:])
 	}
 	return out, nil
 }

@@ -47,7 +47,7 @@ func TestParseStats(t *testing.T) {
 	for j := range 5 {
 		le.PutUint64(raw[StatsBytes+8*j:], uint64(100*(j+1)*(j+1)))
 	}
-	for off, v := range map[int]uint32{40: 3, 44: 4, 48: 5000, 52: 1, 56: 2048} {
+	for off, v := range map[int]uint32{40: 3, 44: 4, 48: 5000, 52: 1, 56: 2048, 196: 1700} {
 		le.PutUint32(raw[StatsBytes+off:], v)
 	}
 	st, err := ParseStats(raw)
@@ -55,7 +55,7 @@ func TestParseStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := st[1]
-	want := Stats{Stamps: [5]uint64{100, 400, 900, 1600, 2500}, Phase2Passes: 3, RadixPasses: 4, Candidates: 5000, Path: PathGVR, ValidPred: 2048}
+	want := Stats{Stamps: [5]uint64{100, 400, 900, 1600, 2500}, Phase2Passes: 3, RadixPasses: 4, Candidates: 5000, Path: PathGVR, ValidPred: 2048, Sure: 1700}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

@@ -879,6 +879,7 @@ func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) 
 			p.Phase2Passes += float64(s.Phase2Passes)
 			p.RadixPasses += float64(s.RadixPasses)
 			p.Candidates += float64(s.Candidates)
+			p.Sure += float64(s.Sure)
 			p.ValidPred += float64(s.ValidPred)
 			c, ok := s.StepCycles()
 			for j := range c {
@@ -906,6 +907,7 @@ func (b *bencher) phases(name string, k *runtime.Kernel, d *dataset, batch int) 
 	p.Phase2Passes /= count
 	p.RadixPasses /= count
 	p.Candidates /= count
+	p.Sure /= count
 	p.ValidPred /= count
 	b.rep.Phases = append(b.rep.Phases, p)
 	return nil

@@ -80,6 +80,7 @@ type Phases struct {
 	Phase2Passes float64    `json:"phase2_passes"`
 	RadixPasses  float64    `json:"radix_passes"`
 	Candidates   float64    `json:"candidates"`
+	Sure         float64    `json:"sure"` // of the candidates, the sure ones (gen.Config.SureSet)
 	ValidPred    float64    `json:"valid_pred"`
 	Paths        [4]int     `json:"paths"` // rows by path: copy, gvr, exact, held
 	// StepUS is the mean time of each of topk.Steps inside Phases 1-4
@@ -214,8 +215,8 @@ func (r *Report) WriteTable(w io.Writer) {
 
 	if len(r.Phases) > 0 {
 		fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row; us from SM cycles at %d MHz):\n", r.phasesMode(), d.ClockMHz)
-		fmt.Fprintf(w, "%5s %7s %-9s %8s %8s %8s %8s %7s %7s %7s %7s  %s\n", "batch", "N", "kernel",
-			"phase1", "phase2", "phase3", "phase4", "passes", "radix", "cands", "valid", "rows copy/gvr/exact/held")
+		fmt.Fprintf(w, "%5s %7s %-9s %8s %8s %8s %8s %7s %7s %7s %7s %7s  %s\n", "batch", "N", "kernel",
+			"phase1", "phase2", "phase3", "phase4", "passes", "radix", "cands", "sure", "valid", "rows copy/gvr/exact/held")
 		phases := slices.Clone(r.Phases)
 		slices.SortStableFunc(phases, func(a, b Phases) int {
 			if a.Batch != b.Batch {
@@ -224,9 +225,9 @@ func (r *Report) WriteTable(w io.Writer) {
 			return a.N - b.N
 		})
 		for _, p := range phases {
-			fmt.Fprintf(w, "%5d %7d %-9s %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.0f %7.0f  %d/%d/%d/%d\n",
+			fmt.Fprintf(w, "%5d %7d %-9s %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f %7.0f %7.0f %7.0f  %d/%d/%d/%d\n",
 				p.Batch, p.N, p.Kernel, p.PhaseUS[0], p.PhaseUS[1], p.PhaseUS[2], p.PhaseUS[3],
-				p.Phase2Passes, p.RadixPasses, p.Candidates, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2], p.Paths[3])
+				p.Phase2Passes, p.RadixPasses, p.Candidates, p.Sure, p.ValidPred, p.Paths[0], p.Paths[1], p.Paths[2], p.Paths[3])
 		}
 		if slices.ContainsFunc(phases, func(p Phases) bool { return p.StepUS != [len(topk.Steps)]float64{} }) {
 			fmt.Fprintf(w, "\ninside Phases 1-4 (the same runs; us, mean over the rows that pass each step):\n%5s %7s %-9s", "batch", "N", "kernel")
