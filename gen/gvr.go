@@ -490,7 +490,7 @@ func genRadix(cfg Config) (*Kernel, error) {
 // elements in shared memory and selects it there instead (heldSelect).
 func (t *topk) body(phase1 func() guess) {
 	e := t.e
-	if t.part != nil && t.part.size > 1 && t.cfg.SureSet && t.out.pages != nil && t.out.stage == nil {
+	if t.sureOutByCTAs() && t.out.pages != nil {
 		// No sure candidates until Phase 3 says otherwise (splitFor4):
 		// the count writePages starts from on every path. In shared
 		// memory: a register from here to the end made ptxas spill.

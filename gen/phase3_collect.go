@@ -235,7 +235,7 @@ func (t *topk) collectParts(v verdict) collected {
 		e.Shr(c.ours, ours, ptx.Imm(16))
 		e.Add(c.ours, c.ours, ourRest)
 	}
-	if t.part != nil && t.part.size > 1 && t.out.stage == nil {
+	if t.sureOutByCTAs() {
 		c.ourRest = ourRest
 		// The slots Phase 4's copy would give them (copyCands): the
 		// leader's buffer holds the sure ones past the others, in rank
@@ -266,6 +266,15 @@ func (t *topk) collectParts(v verdict) collected {
 		}
 	}
 	return c
+}
+
+// sureOutByCTAs reports whether a kernel's CTAs write their own sure
+// candidates out where some are sure (outSure, sureDirect): a cluster
+// kernel with the sure set, but not with sorted output, which stages in
+// the leader's shared memory. writePages relies on the same answer
+// (pagesAfterSure).
+func (t *topk) sureOutByCTAs() bool {
+	return t.part != nil && t.part.size > 1 && t.cfg.SureSet && t.out.stage == nil
 }
 
 // sureDirect is whether a cluster's CTAs write their sure candidates to
