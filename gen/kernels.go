@@ -114,7 +114,18 @@ func kernelModule(name string, cfg Config) (*ptx.Module, *ptx.Entry, *ptx.Var) {
 	// Aligned as the strictest region in it (a cluster's slice: sliceAlign),
 	// so that a region's offset aligns its address.
 	smemVar := m.ExternShared(name+"_smem", sliceAlign)
-	return m, m.NewEntry(name), smemVar
+	e := m.NewEntry(name)
+	if cfg.Target.Has(ptx.FeatGridDep) {
+		// For a programmatic dependent launch (runtime's
+		// LaunchDependent): the kernel that follows on the stream may be
+		// scheduled from here, to wait for this one's end in its own
+		// first instruction; and this one waits for the kernel before it
+		// to end, and its memory to be visible, before it touches memory.
+		// Both do nothing in a plain launch.
+		e.GridDepLaunchDependents()
+		e.GridDepWait()
+	}
+	return m, e, smemVar
 }
 
 // finish builds the module and wraps it as a Kernel.

@@ -789,6 +789,19 @@ func (e *Entry) RedAsync(op string, t Type, addr Addr, v Operand, bar Addr) {
 	e.Emit("red", []string{"async", "relaxed", "cluster", "shared::cluster", "mbarrier::complete_tx::bytes", op, t.Name()}, addr, v, bar)
 }
 
+// GridDepWait emits griddepcontrol.wait (PTX 7.8, sm_90): the thread
+// waits until the grids this launch depends on programmatically
+// (runtime.Kernel.LaunchDependent) have completed and their memory
+// operations are visible; at once in a launch without that dependency.
+func (e *Entry) GridDepWait() { e.Emit("griddepcontrol", []string{"wait"}) }
+
+// GridDepLaunchDependents emits griddepcontrol.launch_dependents (PTX
+// 7.8, sm_90): the grids launched to depend on this one programmatically
+// may be scheduled once every CTA of this grid has issued it or exited.
+// They still wait (GridDepWait) for this grid's completion before they
+// use its memory.
+func (e *Entry) GridDepLaunchDependents() { e.Emit("griddepcontrol", []string{"launch_dependents"}) }
+
 // ElectSync emits elect.sync lane|p, mask (PTX 8.0, sm_90): p holds in one
 // lane of mask, the same lane for the same mask, and lane (a 32-bit
 // register, or Sink{} to drop it) gets that lane's id in every lane.

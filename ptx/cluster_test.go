@@ -136,6 +136,10 @@ func TestClusterHelpers(t *testing.T) {
 	add("elect.sync \t%r0|%p0, 0xFFFFFFFF;")
 	e.ElectSync(ptx.Sink{}, p, r)
 	add("elect.sync \t_|%p0, %r0;")
+	e.GridDepLaunchDependents()
+	add("griddepcontrol.launch_dependents;")
+	e.GridDepWait()
+	add("griddepcontrol.wait;")
 	e.Ret()
 	add("ret;")
 
@@ -263,6 +267,10 @@ func TestClusterVersions(t *testing.T) {
 		{"elect.sync raises to 8.0", ptx.SM90, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.ElectSync(ptx.Sink{}, e.Pred(), ptx.Imm(-1))
 		}, "8.0"},
+		{"griddepcontrol stays 7.8", ptx.SM90, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.GridDepLaunchDependents()
+			e.GridDepWait()
+		}, "7.8"},
 		{"everything on sm_90a stays 8.0", ptx.SM90a, func(e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.ElectSync(r, e.Pred(), ptx.Imm(-1))
 			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(g, 0), ptx.Imm(16), ptx.At(bar, 0))
@@ -427,6 +435,12 @@ func TestClusterVerifyRejects(t *testing.T) {
 		{"elect.sync on sm_89", ptx.SM89, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.ElectSync(ptx.Sink{}, e.Pred(), ptx.Imm(-1))
 		}, "`elect.sync _|%p0, -1;`: needs elect.sync (sm_90+); target sm_89 lacks it", false},
+		{"griddepcontrol.wait on sm_89", ptx.SM89, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.GridDepWait()
+		}, "`griddepcontrol.wait;`: needs griddepcontrol (sm_90+); target sm_89 lacks it", false},
+		{"griddepcontrol without an action", ptx.SM90, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.Emit("griddepcontrol", nil)
+		}, "griddepcontrol needs .wait or .launch_dependents", false},
 		{"barrier.cluster.wait on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
 			e.BarrierClusterWait(ptx.SemAcquire)
 		}, "`barrier.cluster.wait.acquire.aligned;`: needs thread-block clusters (sm_90+); target sm_80 lacks it", false},

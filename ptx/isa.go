@@ -462,6 +462,16 @@ func lookup(op string, m *mods, nargs int) (Sig, error) {
 		return mbarrierSig(m, nargs)
 	case "cp":
 		return cpSig(m)
+	case "griddepcontrol":
+		// griddepcontrol.wait: until the grids this launch depends on
+		// (programmatic dependent launch) have completed and their
+		// memory is visible; griddepcontrol.launch_dependents: the grids
+		// that depend on this one may be scheduled. Without such a
+		// launch, neither does anything.
+		if _, ok := m.take("wait", "launch_dependents"); !ok {
+			return s, fmt.Errorf("griddepcontrol needs .wait or .launch_dependents")
+		}
+		s.Feature, s.PTX = FeatGridDep, v78
 	case "elect":
 		// elect.sync d|p, membermask: p holds in one lane of membermask, d
 		// (or the sink) gets that lane's id.

@@ -3,6 +3,7 @@ package ptx
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -21,6 +22,11 @@ type Launch struct {
 	NonPortableCluster bool
 	SharedBytes        int     // dynamic shared memory per CTA, bytes
 	Params             []Param // the parameters, in .param order
+	// WaitsFirst: the entry's code starts with griddepcontrol.wait, no
+	// branch or memory access but its parameters' before it (awaitsFirst),
+	// so it may be launched programmatically dependent on the kernel
+	// before it: it touches no memory before that kernel has ended.
+	WaitsFirst bool
 }
 
 // MaxPortableCluster is the largest cluster every sm_90+ device schedules
@@ -44,12 +50,49 @@ func LaunchOf(m *Module, entry string, sharedBytes int) (Launch, error) {
 			l.Cluster = c[0] * max(c[1], 1) * max(c[2], 1)
 		}
 		l.NonPortableCluster = l.Cluster > MaxPortableCluster
+		l.WaitsFirst = waitsFirst(e)
 		for _, p := range e.Params {
 			l.Params = append(l.Params, *p)
 		}
 		return l, l.Check()
 	}
 	return Launch{}, fmt.Errorf("ptx: the module has no entry %q", entry)
+}
+
+// waitsFirst reports whether e's body starts with an unguarded
+// griddepcontrol.wait that nothing but comments and instructions that
+// touch no memory (or only .param) come before: no label, no branch.
+func waitsFirst(e *Entry) bool {
+	for _, s := range e.Body {
+		switch s := s.(type) {
+		case Comment:
+			continue
+		case *Inst:
+			if s.Op == "griddepcontrol" && slices.Equal(s.Mods, []string{"wait"}) && s.Guard == nil {
+				return true
+			}
+			if touchesMemory(s) || s.Op == "bra" || s.Op == "ret" || s.Op == "exit" {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// touchesMemory reports whether in may read or write memory other than
+// kernel parameters (a conservative answer: every memory-space
+// instruction but ld.param, and every instruction not known to touch none).
+func touchesMemory(in *Inst) bool {
+	switch in.Op {
+	case "ld":
+		return !slices.Contains(in.Mods, "param")
+	case "mov", "add", "sub", "mul", "mad", "cvt", "cvta", "and", "or", "xor", "not", "shl", "shr",
+		"setp", "selp", "min", "max", "griddepcontrol":
+		return false
+	}
+	return true
 }
 
 // Check reports what makes l unusable: no entry name, a block outside
@@ -120,8 +163,12 @@ func (l Launch) String() string {
 			c += " (non-portable)"
 		}
 	}
-	return fmt.Sprintf("%s(%s): %d threads per CTA%s, %d B dynamic shared memory",
-		l.Entry, strings.Join(ps, ", "), l.Block, c, l.SharedBytes)
+	w := ""
+	if l.WaitsFirst {
+		w = ", waits first for the kernel before it (griddepcontrol.wait)"
+	}
+	return fmt.Sprintf("%s(%s): %d threads per CTA%s, %d B dynamic shared memory%s",
+		l.Entry, strings.Join(ps, ", "), l.Block, c, l.SharedBytes, w)
 }
 
 // Args are the arguments of one launch of a contract, set by parameter

@@ -53,6 +53,76 @@ func TestLaunchOf(t *testing.T) {
 	}
 }
 
+// WaitsFirst: a body that starts with griddepcontrol.wait, with only
+// parameter loads and arithmetic before it, and the same read back from
+// the text; not with a memory access, a branch or a guard before or on it.
+func TestWaitsFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body func(e *Entry, x Reg)
+		want bool
+	}{
+		{"wait first", func(e *Entry, x Reg) { e.GridDepWait() }, true},
+		{"after arithmetic", func(e *Entry, x Reg) {
+			y := e.Reg(U64)
+			e.Add(y, x, Imm(4))
+			e.Comment("a comment")
+			e.GridDepLaunchDependents()
+			e.GridDepWait()
+		}, true},
+		{"no wait", func(e *Entry, x Reg) {}, false},
+		{"a global load before", func(e *Entry, x Reg) {
+			e.Ld(SpaceGlobal, e.Reg(U32), At(x, 0))
+			e.GridDepWait()
+		}, false},
+		{"a shared store before", func(e *Entry, x Reg) {
+			a := e.Reg(U32)
+			e.Mov(a, Imm(0))
+			e.St(SpaceShared, U32, At(a, 0), Imm(1))
+			e.GridDepWait()
+		}, false},
+		{"a branch before", func(e *Entry, x Reg) {
+			l := e.NewLabel("on")
+			e.Bra(l)
+			e.Place(l)
+			e.GridDepWait()
+		}, false},
+		{"a guarded wait", func(e *Entry, x Reg) {
+			p := e.Pred()
+			e.Setp(p, EQ, x, Imm(0))
+			e.Guarded(p, e.GridDepWait)
+		}, false},
+	} {
+		m := NewModule(SM90)
+		e := m.NewEntry("k")
+		e.ReqNTID = Dim3{32}
+		x := e.LdParam(e.Param("x", U64))
+		tc.body(e, x)
+		e.Ret()
+		if err := m.Build(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		l, err := LaunchOf(m, "k", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := Parse(Text(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := LaunchOf(pm, "k", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.WaitsFirst != tc.want || pl.WaitsFirst != tc.want {
+			t.Errorf("%s: WaitsFirst %v (from the text %v), want %v", tc.name, l.WaitsFirst, pl.WaitsFirst, tc.want)
+		}
+		if strings.Contains(l.String(), "waits first") != tc.want {
+			t.Errorf("%s: %s", tc.name, l)
+		}
+	}
+}
+
 func TestLaunchCheck(t *testing.T) {
 	ok := Launch{Entry: "k", Block: 128, Cluster: 1, Params: []Param{{Name: "p", T: U64, PtrAlign: 4}}}
 	if err := ok.Check(); err != nil {

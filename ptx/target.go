@@ -93,6 +93,7 @@ const (
 	FeatMbarrierTx            // mbarrier try_wait, expect_tx, arrive counts, .sem/.scope: sm_90
 	FeatBulkCopy              // cp.async.bulk: sm_90
 	FeatElect                 // elect.sync: sm_90
+	FeatGridDep               // griddepcontrol (programmatic dependent launch): sm_90
 )
 
 var featureNames = [...]string{
@@ -110,6 +111,7 @@ var featureNames = [...]string{
 	FeatMbarrierTx:    "mbarrier try_wait, transaction counts and orderings (sm_90+)",
 	FeatBulkCopy:      "cp.async.bulk (sm_90+)",
 	FeatElect:         "elect.sync (sm_90+)",
+	FeatGridDep:       "griddepcontrol (sm_90+)",
 }
 
 func (f Feature) String() string {
@@ -132,7 +134,7 @@ func (t Target) Has(f Feature) bool {
 		// PTX ISA: .f32 redux.sync needs sm_100a (or the sm_100f family,
 		// which gvr does not target).
 		return t.SM == 100 && t.Suffix == 'a'
-	case FeatCluster, FeatSharedCluster, FeatMbarrierTx, FeatBulkCopy, FeatElect:
+	case FeatCluster, FeatSharedCluster, FeatMbarrierTx, FeatBulkCopy, FeatElect, FeatGridDep:
 		return t.SM >= 90
 	}
 	return false

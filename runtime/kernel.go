@@ -125,6 +125,9 @@ func sameContract(declared, l ptx.Launch) error {
 	if declared.Cluster != l.Cluster {
 		return fmt.Errorf("clusters of %d CTAs; the PTX declares %d", l.Cluster, declared.Cluster)
 	}
+	if l.WaitsFirst && !declared.WaitsFirst {
+		return fmt.Errorf("waits first for the kernel before it; the PTX does not start with griddepcontrol.wait")
+	}
 	return nil
 }
 
@@ -211,7 +214,33 @@ func (k *Kernel) Args() *ptx.Args { return k.Contract.Args() }
 // as the kernel needs (a misaligned address would fault the kernel and
 // end the process's CUDA context). Launch does not allocate.
 func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error {
+	return k.launch(s, grid, a, false)
+}
+
+// LaunchDependent is Launch as a programmatic dependent launch (sm_90+):
+// k's CTAs may be scheduled while the kernel before it on s still runs,
+// once that kernel lets them (griddepcontrol.launch_dependents, which
+// gen's kernels issue first thing), and they wait in their first
+// instruction until it has ended and its memory is visible
+// (griddepcontrol.wait; the contract's WaitsFirst, which gen's kernels
+// have from sm_90 on). The results are Launch's; the gap between the two
+// kernels, a launch's latency, is hidden. After anything but a kernel on
+// s (a copy, an event), it is a plain launch. k's contract must have
+// WaitsFirst (else k could read what the kernel before it has not yet
+// written), and the device compute capability 9.0.
+func (k *Kernel) LaunchDependent(s *Stream, grid int, a *ptx.Args) error {
+	return k.launch(s, grid, a, true)
+}
+
+func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent bool) error {
 	l := &k.Contract
+	if dependent && !l.WaitsFirst {
+		return fmt.Errorf("gvr/runtime: dependent launch of %s: the kernel does not start with griddepcontrol.wait", l.Entry)
+	}
+	if dependent && k.dev.info.Major < 9 {
+		return fmt.Errorf("gvr/runtime: dependent launch of %s: needs compute capability 9.0; %v has %d.%d",
+			l.Entry, k.dev, k.dev.info.Major, k.dev.info.Minor)
+	}
 	if a == nil {
 		return fmt.Errorf("gvr/runtime: launch of %s: no arguments", l.Entry)
 	}
@@ -236,6 +265,13 @@ func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error {
 		return err
 	}
 	defer k.dev.unbind()
+	if dependent {
+		if err := launchDependent(k.fn, grid, l.Block, l.SharedBytes, s.handle(), a.Pointers()); err != nil {
+			return fmt.Errorf("gvr/runtime: dependent launch of %s (%d CTAs of %d threads, %d B shared) on %v: %w",
+				l.Entry, grid, l.Block, l.SharedBytes, k.dev, err)
+		}
+		return nil
+	}
 	if err := k.fn.Launch(grid, 1, 1, l.Block, 1, 1, l.SharedBytes, s.handle(), a.Pointers()); err != nil {
 		return fmt.Errorf("gvr/runtime: launch of %s (%d CTAs of %d threads, %d B shared) on %v: %w",
 			l.Entry, grid, l.Block, l.SharedBytes, k.dev, driverErr("cuLaunchKernel", err))

@@ -87,11 +87,12 @@ type Kernel struct {
 	JITTime           time.Duration
 }
 
-func (k *Kernel) Device() *Device                               { return nil }
-func (k *Kernel) Name() string                                  { return k.Contract.Entry }
-func (k *Kernel) String() string                                { return k.Contract.Entry + " (built without CUDA support)" }
-func (k *Kernel) Args() *ptx.Args                               { return k.Contract.Args() }
-func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error { return ErrNoCUDA }
+func (k *Kernel) Device() *Device                                        { return nil }
+func (k *Kernel) Name() string                                           { return k.Contract.Entry }
+func (k *Kernel) String() string                                         { return k.Contract.Entry + " (built without CUDA support)" }
+func (k *Kernel) Args() *ptx.Args                                        { return k.Contract.Args() }
+func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error          { return ErrNoCUDA }
+func (k *Kernel) LaunchDependent(s *Stream, grid int, a *ptx.Args) error { return ErrNoCUDA }
 
 // Graph is a CUDA graph; without CUDA support there is none.
 type Graph struct{}

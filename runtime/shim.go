@@ -38,6 +38,31 @@ static CUresult gvrAllowNonPortableCluster(CUfunction f) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
 }
 
+// A launch of f (1-D grid and block) as a programmatic dependent launch:
+// its CTAs may start while the kernel before it on s runs, once that one
+// lets them (griddepcontrol.launch_dependents); f waits for its end itself
+// (griddepcontrol.wait). params holds the arguments' addresses, as
+// cuLaunchKernel's kernelParams.
+static CUresult gvrLaunchDependent(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void **params) {
+	CUlaunchAttribute attr;
+	memset(&attr, 0, sizeof attr);
+	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+	attr.value.programmaticStreamSerializationAllowed = 1;
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = grid;
+	cfg.gridDimY = 1;
+	cfg.gridDimZ = 1;
+	cfg.blockDimX = block;
+	cfg.blockDimY = 1;
+	cfg.blockDimZ = 1;
+	cfg.sharedMemBytes = smem;
+	cfg.hStream = s;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	return cuLaunchKernelEx(&cfg, f, params, NULL);
+}
+
 // Thread-local mode: on this thread, calls that are unsafe during capture
 // fail instead of silently running; other threads are not disturbed.
 static CUresult gvrBeginCapture(CUstream s) {
@@ -160,6 +185,23 @@ func maxActiveClusters(fn cu.Function, cluster, block, smem int) (int, error) {
 	var n C.int
 	err := check("cuOccupancyMaxActiveClusters", C.gvrMaxActiveClusters(cfunction(fn), C.uint(cluster), C.uint(block), C.uint(smem), &n))
 	return int(n), err
+}
+
+// launchDependent launches fn as gvrLaunchDependent does. Every argument
+// is 64 bits (the kernel ABI); their values are copied to C memory, which
+// cgo requires of what the driver reads through pointers.
+func launchDependent(fn cu.Function, grid, block, smem int, s cu.Stream, args []unsafe.Pointer) error {
+	n := max(1, len(args))
+	vals := (*[1 << 20]uint64)(C.malloc(C.size_t(8 * n)))[:n:n]
+	ptrs := (*[1 << 20]unsafe.Pointer)(C.malloc(C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)) * uintptr(n))))[:n:n]
+	defer C.free(unsafe.Pointer(&vals[0]))
+	defer C.free(unsafe.Pointer(&ptrs[0]))
+	for i, a := range args {
+		vals[i] = *(*uint64)(a)
+		ptrs[i] = unsafe.Pointer(&vals[i])
+	}
+	return check("cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION)", C.gvrLaunchDependent(cfunction(fn),
+		C.uint(grid), C.uint(block), C.uint(smem), cstream(s), (*unsafe.Pointer)(unsafe.Pointer(&ptrs[0]))))
 }
 
 func beginCapture(s cu.Stream) error {

@@ -42,6 +42,15 @@ type Config struct {
 	// the same order, ties and NaN rules; a row of them is half the bytes
 	// to read.
 	Scores DType
+	// DependentLaunch makes Select launch its kernel as a programmatic
+	// dependent launch (runtime.Kernel.LaunchDependent; compute capability
+	// 9.0): the kernel may be scheduled while the kernel before it on the
+	// stream still runs (an indexer's that allows it, or the previous
+	// Select's), and waits for that one's end before it reads anything;
+	// the kernel after it may likewise start during its run. The same
+	// results, without the gap between the kernels, on a stream and in a
+	// captured graph.
+	DependentLaunch bool
 
 	// Kernel tuning (gen.Config); 0 means the default: MaxCandidates
 	// max(3K, 1024), BlockSize 512, Bins 2048, the generator's Unroll.
@@ -97,6 +106,9 @@ func (c Config) validate(t ptx.Target) error {
 	}
 	if c.Scores != Float32 && c.Scores != Float16 && c.Scores != BFloat16 {
 		errs = append(errs, fmt.Errorf("Scores = %v: must be Float32, Float16 or BFloat16", c.Scores))
+	}
+	if c.DependentLaunch && t.SM < 90 {
+		errs = append(errs, fmt.Errorf("DependentLaunch: needs compute capability 9.0; the device's target is %s", t.Name))
 	}
 	if c.K >= 1 && c.MaxRows >= 1 && int64(c.K)*int64(c.MaxRows) > 1<<31-1 {
 		errs = append(errs, fmt.Errorf("K*MaxRows = %d: the output would not be int32-addressable", int64(c.K)*int64(c.MaxRows)))

@@ -306,7 +306,11 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if l.stats != nil {
 		args.Set("stats", l.stats.Ptr())
 	}
-	if err := k.Launch(st, b.Rows*k.Contract.Cluster, args); err != nil {
+	launch := k.Launch
+	if s.cfg.DependentLaunch {
+		launch = k.LaunchDependent
+	}
+	if err := launch(st, b.Rows*k.Contract.Cluster, args); err != nil {
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
 	l.primed = true

@@ -55,6 +55,7 @@ type options struct {
 	mbar           bool         // -mbarrier-rounds: the cluster Top-K kernels with mbarrier rounds too
 	keep           bool         // -keep-over: and keeping a long row's excess's high vectors too
 	sure           bool         // -sure-set: and setting apart the candidates sure to be in the Top-K too
+	dependent      bool         // -dependent: every launch a programmatic dependent one
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -75,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.sure, "sure-set", false, "also time each GVR kernel (gvr, fallback, cgvrC, cfallbackC; with -mbarrier-rounds each +mbar one) setting apart the candidates its first pass shows to be in the Top-K (columns gvr+sure, cgvr16+mbar+sure; gen.Config.SureSet; the auto column takes it by topk's rule; -tune times the kernels without it)")
 	fs.BoolVar(&o.keep, "keep-over", false, "also time each cluster Top-K kernel (with -mbarrier-rounds: each +mbar one) keeping, in rows longer than its cluster holds, which vectors of the excess hold high elements, to load only those again (columns cgvr16+keep, cgvr16+mbar+keep; gen.Config.KeepOver); with -tune, the choice may take it")
 	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
+	fs.BoolVar(&o.dependent, "dependent", false, "launch every kernel as a programmatic dependent launch (runtime.Kernel.LaunchDependent, sm_90+; topk.Config.DependentLaunch): graph-replayed, each launch may then start while the one before it runs, and waits for its end, as in a decode step whose kernels all allow it; cold and warm launches follow a copy or an event, and are plain ones")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
 	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
@@ -713,7 +715,7 @@ func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time
 	const perGraph = 20
 	g, err := b.st.Capture(func() error {
 		for range perGraph {
-			if err := k.Launch(b.st, rows*k.Contract.Cluster, args); err != nil {
+			if err := b.launch(k, rows, args); err != nil {
 				return err
 			}
 		}
@@ -743,6 +745,15 @@ func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time
 	return samples, nil
 }
 
+// launch queues k over rows rows on the bench's stream: a programmatic
+// dependent launch with -dependent.
+func (b *bencher) launch(k *runtime.Kernel, rows int, args *ptx.Args) error {
+	if b.o.dependent {
+		return k.LaunchDependent(b.st, rows*k.Contract.Cluster, args)
+	}
+	return k.Launch(b.st, rows*k.Contract.Cluster, args)
+}
+
 // time launches k warmup+iters times and returns the timed launches'
 // durations.
 func (b *bencher) time(k *runtime.Kernel, rows int, args *ptx.Args, cold bool) ([]time.Duration, error) {
@@ -767,7 +778,7 @@ func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, f
 			return 0, err
 		}
 	}
-	err := errors.Join(b.start.Record(b.st), k.Launch(b.st, rows*k.Contract.Cluster, args), b.end.Record(b.st))
+	err := errors.Join(b.start.Record(b.st), b.launch(k, rows, args), b.end.Record(b.st))
 	if err == nil {
 		err = b.end.Synchronize()
 	}

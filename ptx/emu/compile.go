@@ -181,10 +181,12 @@ func (c *compiler) inst(in *ptx.Inst, pc int) (ci inst, err error) {
 	case "shfl", "vote", "redux", "match":
 		ci.kind = kColl
 		err = c.collective(&ci, in, sig)
-	case "membar", "fence", "prefetch":
+	case "membar", "fence", "prefetch", "griddepcontrol":
 		// Memory ordering needs no work here: the interpreter runs one
 		// thread at a time, and the race detector does not count fences
-		// as synchronisation. A prefetch is a hint (and never faults).
+		// as synchronisation. A prefetch is a hint (and never faults). A
+		// launch here depends on no other grid: griddepcontrol has
+		// nothing to wait for or to let go.
 		ci.fn = func(*warp, uint32) *Fault { return nil }
 	case "mapa":
 		ci.fn, err = c.mapa(&ci, in, sig)

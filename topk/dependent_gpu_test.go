@@ -1,0 +1,171 @@
+//go:build cuda
+
+package topk
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gvr-go/gvr/ptx"
+	"github.com/gvr-go/gvr/runtime"
+)
+
+// slowCopy loads slow_copy(dst, src, n): an indexer's stand-in, whose
+// output a dependent launch must wait for. Its CTAs (256 threads, few
+// enough to be resident at once) let the kernel after them start first
+// thing (griddepcontrol.launch_dependents), spin for spin clock cycles,
+// then copy the n words of src to dst.
+func slowCopy(t *testing.T, d *runtime.Device, spin int64) *runtime.Kernel {
+	t.Helper()
+	m := ptx.NewModule(d.Info().Target)
+	e := m.NewEntry("slow_copy")
+	e.ReqNTID = ptx.Dim3{256}
+	param := func(name string) ptx.Reg {
+		p := e.Param(name, ptx.U64)
+		p.PtrAlign = 4
+		g := e.Reg(ptx.U64)
+		e.CvtaToGlobal(g, e.LdParam(p))
+		return g
+	}
+	dst, src := param("dst"), param("src")
+	n := e.Reg(ptx.U32)
+	e.Cvt(n, e.LdParam(e.Param("n", ptx.U64)))
+	e.GridDepLaunchDependents()
+	start, now, el := e.Reg(ptx.U64), e.Reg(ptx.U64), e.Reg(ptx.U64)
+	e.Mov(start, ptx.Clock64)
+	spinning := e.NewLabel("spin")
+	e.Place(spinning)
+	e.Mov(now, ptx.Clock64)
+	e.Sub(el, now, start)
+	p := e.Pred()
+	e.Setp(p, ptx.LT, el, ptx.Imm(spin))
+	e.BraIf(p, spinning)
+	i, step, v := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+	e.Mad(i, ptx.CtaIDX, ptx.Imm(256), ptx.TidX)
+	e.Mul(step, ptx.NCtaIDX, ptx.Imm(256))
+	e.For(i, i, n, step, func() {
+		off := e.Reg(ptx.U64)
+		e.MulWide(off, i, ptx.Imm(4))
+		a, b := e.Reg(ptx.U64), e.Reg(ptx.U64)
+		e.Add(a, src, off)
+		e.Add(b, dst, off)
+		e.Ld(ptx.SpaceGlobal, v, ptx.At(a, 0))
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(b, 0), v)
+	})
+	e.Ret()
+	must(t, m.Build())
+	l, err := ptx.LaunchOf(m, "slow_copy", 0)
+	must(t, err)
+	k, err := d.Load(ptx.Text(m), l)
+	must(t, err)
+	return k
+}
+
+// TestDependentLaunch: a Selector with DependentLaunch selects from rows
+// that the kernel before it on the stream writes ~10 us after letting it
+// start, step after step of a decode loop (each step's output the next
+// one's prediction), eagerly and replayed from a graph captured at the
+// first predicted step: exact, and
+// the same as a plain selector's. Without the kernels' wait they would
+// read the previous step's rows.
+func TestDependentLaunch(t *testing.T) {
+	d := gpu(t)
+	if d.Info().Major < 9 {
+		t.Skipf("%v: programmatic dependent launch needs compute capability 9.0", d)
+	}
+	const rows, steps, stride = 4, 8, 70000
+	cfg := Config{MaxRows: rows, Values: true, Device: d}
+	plainSel, err := NewSelector(cfg)
+	must(t, err)
+	defer plainSel.Close()
+	cfg.DependentLaunch = true
+	var sels [2]*Selector // eager, graph
+	for i := range sels {
+		sels[i], err = NewSelector(cfg)
+		must(t, err)
+		defer sels[i].Close()
+	}
+	k := cfg.withDefaults().K
+	copier := slowCopy(t, d, 20000)
+	st, err := d.NewStream()
+	must(t, err)
+	defer st.Close()
+	staging, lenBuf := alloc(t, d, 4*rows*stride), alloc(t, d, 4*rows)
+	var scores [2]*runtime.Buffer
+	for i := range scores {
+		scores[i] = alloc(t, d, 4*rows*stride)
+	}
+	plainScores := alloc(t, d, 4*rows*stride)
+	traj := make([]*Decode, rows)
+	for r := range traj {
+		start := 30000 + 7001*r
+		traj[r] = NewDecode(start, start+steps, 0, uint64(300+r))
+	}
+	// One step of sel on scores: the copy into them, then the selection.
+	step := func(sel *Selector, dst *runtime.Buffer) (Result, error) {
+		args := copier.Args().Set("dst", dst.Ptr()).Set("src", staging.Ptr()).Set("n", uint64(rows*stride))
+		if err := copier.Launch(st, d.Info().SMs, args); err != nil {
+			return Result{}, err
+		}
+		return sel.Select(0, Batch{Scores: dst, Stride: stride, Rows: rows, DeviceLengths: lenBuf}, st)
+	}
+	var g *runtime.Graph
+	defer func() {
+		if g != nil {
+			g.Close()
+		}
+	}()
+	var graphRes Result
+	for s := range steps {
+		host := make([]float32, rows*stride)
+		lengths := make([]int32, rows)
+		x := make([][]float32, rows)
+		for r := range rows {
+			x[r] = traj[r].Next()
+			copy(host[r*stride:], x[r])
+			lengths[r] = int32(len(x[r]))
+		}
+		must(t, runtime.UploadAsync(st, staging, host))
+		must(t, runtime.UploadAsync(st, lenBuf, lengths))
+		eager, err := step(sels[0], scores[0])
+		must(t, err)
+		switch s {
+		case 0: // the unpredicted step runs eagerly
+			graphRes, err = step(sels[1], scores[1])
+			must(t, err)
+		case 1: // capture the predicted step, then replay it from here on
+			g, err = st.Capture(func() error {
+				var err error
+				graphRes, err = step(sels[1], scores[1])
+				return err
+			})
+			must(t, err)
+			fallthrough
+		default:
+			must(t, g.Launch(st))
+		}
+		must(t, st.Synchronize())
+		must(t, runtime.Upload(plainScores, host))
+		plain, err := plainSel.Select(0, Batch{Scores: plainScores, Stride: stride, Rows: rows, DeviceLengths: lenBuf}, nil)
+		must(t, err)
+		pi, err := plain.ReadIndices()
+		must(t, err)
+		pv, err := plain.ReadValues()
+		must(t, err)
+		for name, res := range map[string]Result{"eager": eager, "graph": graphRes} {
+			idx, err := res.ReadIndices()
+			must(t, err)
+			vals, err := res.ReadValues()
+			must(t, err)
+			for r := range rows {
+				want, _ := Reference(x[r], k, false)
+				if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
+					t.Fatalf("%s, step %d, row %d (%s): %v", name, s, r, res.Kernel, err)
+				}
+			}
+			if !slices.Equal(idx, pi) || !slices.Equal(math32bits(vals), math32bits(pv)) {
+				t.Fatalf("%s, step %d: dependent launches (%s) and plain ones (%s) differ", name, s, res.Kernel, plain.Kernel)
+			}
+		}
+	}
+}
