@@ -78,6 +78,15 @@ type Config struct {
 	// in a cluster where a CTA's part of the row is at most
 	// SureSetMaxShare (perf notes 91, 101).
 	SureSet bool
+	// DependentLaunch makes a kernel fit for a programmatic dependent
+	// launch (runtime.Kernel.LaunchDependent; sm_90+): its first
+	// instruction waits for the kernel before it on the stream to end and
+	// its memory to be visible (griddepcontrol.wait: the launch contract's
+	// WaitsFirst), and the next lets the kernel after it be scheduled
+	// (griddepcontrol.launch_dependents), to wait likewise while this one
+	// runs. Not by default: in a plain launch they cost 0.1-0.2 us cold
+	// (perf notes 111).
+	DependentLaunch bool
 }
 
 // Where the Selector takes Config.SureSet: rows of at most SureSetMaxRow
@@ -173,6 +182,9 @@ func (c Config) String() string {
 	if c.SureSet {
 		s += " SureSet"
 	}
+	if c.DependentLaunch {
+		s += " DependentLaunch"
+	}
 	if c.KeepOver {
 		s += " KeepOver"
 	}
@@ -210,6 +222,9 @@ func (c Config) Validate() error {
 	}
 	if c.Scores > BFloat16 {
 		bad("Scores = %v: must be Float32, Float16 or BFloat16", c.Scores)
+	}
+	if c.DependentLaunch && c.Target.Name != "" && !c.Target.Has(ptx.FeatGridDep) {
+		bad("DependentLaunch: %s has no programmatic dependent launch (sm_90+)", c.Target.Name)
 	}
 	if c.MaxN < 0 || c.MaxN > 1<<30 {
 		bad("MaxN = %d: must be 0 to 2^30", c.MaxN)

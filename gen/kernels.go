@@ -115,15 +115,14 @@ func kernelModule(name string, cfg Config) (*ptx.Module, *ptx.Entry, *ptx.Var) {
 	// so that a region's offset aligns its address.
 	smemVar := m.ExternShared(name+"_smem", sliceAlign)
 	e := m.NewEntry(name)
-	if cfg.Target.Has(ptx.FeatGridDep) {
-		// For a programmatic dependent launch (runtime's
-		// LaunchDependent): the kernel that follows on the stream may be
-		// scheduled from here, to wait for this one's end in its own
-		// first instruction; and this one waits for the kernel before it
-		// to end, and its memory to be visible, before it touches memory.
-		// Both do nothing in a plain launch.
-		e.GridDepLaunchDependents()
+	if cfg.DependentLaunch {
+		// Nothing touches memory before the kernel before this one has
+		// ended; then the kernel after it may be scheduled, to wait so in
+		// turn. After the wait, not before: a trigger first thing let
+		// every later launch of a graph be scheduled at once, each behind
+		// the one before, crowding the SMs (perf notes 111).
 		e.GridDepWait()
+		e.GridDepLaunchDependents()
 	}
 	return m, e, smemVar
 }

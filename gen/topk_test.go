@@ -7,8 +7,10 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/ptx/emu"
@@ -1258,5 +1260,48 @@ func TestHeldRows(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDependentLaunchKernels: with Config.DependentLaunch every Top-K kernel
+// starts with griddepcontrol.wait, then .launch_dependents (its contract's
+// WaitsFirst), and selects as the plain kernel does, array for array; a
+// target below sm_90 refuses the configuration.
+func TestDependentLaunchKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 55))
+	cs := rows(r, cfgK16.K, cfgK16.MaxCandidates, 300)
+	predict(r, cs, "partial", cfgK16.K)
+	cluster := cfgK16
+	cluster.Cluster, cluster.MaxN, cluster.MbarrierRounds, cluster.SureSet = 2, 128, true, true
+	for _, kc := range []struct {
+		name string
+		cfg  gen.Config
+	}{{"gvr_topk", cfgK16}, {"topk_fallback", cfgK16}, {"topk_radix", cfgK16}, {"gvr_topk_cluster", cluster}} {
+		dep := kc.cfg
+		dep.DependentLaunch = true
+		pp, kp := load(t, kc.name, kc.cfg)
+		pd, kd := load(t, kc.name, dep)
+		if kp.Launch.WaitsFirst || !kd.Launch.WaitsFirst {
+			t.Errorf("%s: WaitsFirst plain %v, dependent %v", kc.name, kp.Launch.WaitsFirst, kd.Launch.WaitsFirst)
+		}
+		var first []string
+		for _, s := range kd.Module.Entries[0].Body {
+			if in, ok := s.(*ptx.Inst); ok && len(first) < 2 {
+				first = append(first, in.Op+"."+strings.Join(in.Mods, "."))
+			}
+		}
+		if want := []string{"griddepcontrol.wait", "griddepcontrol.launch_dependents"}; !slices.Equal(first, want) {
+			t.Errorf("%s: the first instructions %v, want %v", kc.name, first, want)
+		}
+		ip, vp := launch(t, pp, kp, cs, false)
+		id, vd := launch(t, pd, kd, cs, false)
+		if d := cmp.Diff(fmt.Sprint(ip, vp), fmt.Sprint(id, vd)); d != "" {
+			t.Errorf("%s: the dependent kernel's output differs from the plain one's (-plain +dependent):\n%s", kc.name, d)
+		}
+	}
+	old := cfgK16
+	old.Target, old.DependentLaunch = ptx.SM89, true
+	if _, err := gen.Generate("gvr_topk", old); err == nil || !strings.Contains(err.Error(), "DependentLaunch") {
+		t.Errorf("DependentLaunch on sm_89: %v; want a refusal", err)
 	}
 }

@@ -9,70 +9,19 @@ import (
 	"github.com/gvr-go/gvr/ptx"
 )
 
-// dependentKernels builds the two kernels of TestLaunchDependent, 64
-// threads a CTA: slow_store(out, value) lets its dependents launch, spins
-// for spin clock cycles, then stores value in out[ctaid*64 + tid];
-// add_one(in, out), which waits first (griddepcontrol.wait) unless
-// waitLate, sets out[g] = in[g] + 1 (waitLate: it reads in[g] before it
-// waits).
+// dependentKernels loads dependentModules' kernels on d.
 func dependentKernels(t *testing.T, d *Device, spin int64, waitLate bool) (slow, add *Kernel) {
 	t.Helper()
 	load := func(m *ptx.Module, name string) *Kernel {
-		must(t, m.Build())
 		l, err := ptx.LaunchOf(m, name, 0)
 		must(t, err)
 		k, err := d.Load(ptx.Text(m), l)
 		must(t, err)
 		return k
 	}
-	elem := func(e *ptx.Entry, p *ptx.Param) ptx.Addr {
-		g, a, i := e.Reg(ptx.U64), e.Reg(ptx.U64), e.Reg(ptx.U32)
-		e.CvtaToGlobal(g, e.LdParam(p))
-		e.Mad(i, ptx.CtaIDX, ptx.Imm(64), ptx.TidX)
-		e.MulWide(a, i, ptx.Imm(4))
-		e.Add(a, a, g)
-		return ptx.At(a, 0)
-	}
-	ptr := func(e *ptx.Entry, name string) *ptx.Param {
-		p := e.Param(name, ptx.U64)
-		p.PtrAlign = 4
-		return p
-	}
-
-	m := ptx.NewModule(d.Info().Target)
-	e := m.NewEntry("slow_store")
-	e.ReqNTID = ptx.Dim3{64}
-	out, v := ptr(e, "out"), e.LdParam(e.Param("value", ptx.U32))
-	e.GridDepLaunchDependents()
-	start, now, el := e.Reg(ptx.U64), e.Reg(ptx.U64), e.Reg(ptx.U64)
-	e.Mov(start, ptx.Clock64)
-	again := e.NewLabel("spin")
-	e.Place(again)
-	e.Mov(now, ptx.Clock64)
-	e.Sub(el, now, start)
-	p := e.Pred()
-	e.Setp(p, ptx.LT, el, ptx.Imm(spin))
-	e.BraIf(p, again)
-	e.St(ptx.SpaceGlobal, ptx.U32, elem(e, out), v)
-	e.Ret()
-	slow = load(m, "slow_store")
-
-	m = ptx.NewModule(d.Info().Target)
-	e = m.NewEntry("add_one")
-	e.ReqNTID = ptx.Dim3{64}
-	in, o := ptr(e, "in"), ptr(e, "out")
-	if !waitLate {
-		e.GridDepWait()
-	}
-	x := e.Reg(ptx.U32)
-	e.Ld(ptx.SpaceGlobal, x, elem(e, in))
-	if waitLate {
-		e.GridDepWait()
-	}
-	e.Add(x, x, ptx.Imm(1))
-	e.St(ptx.SpaceGlobal, ptx.U32, elem(e, o), x)
-	e.Ret()
-	return slow, load(m, "add_one")
+	sm, am, err := dependentModules(d.Info().Target, spin, waitLate)
+	must(t, err)
+	return load(sm, "slow_store"), load(am, "add_one")
 }
 
 // TestLaunchDependent: a kernel launched dependent on one that lets it

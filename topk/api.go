@@ -44,12 +44,13 @@ type Config struct {
 	Scores DType
 	// DependentLaunch makes Select launch its kernel as a programmatic
 	// dependent launch (runtime.Kernel.LaunchDependent; compute capability
-	// 9.0): the kernel may be scheduled while the kernel before it on the
-	// stream still runs (an indexer's that allows it, or the previous
+	// 9.0; gen.Config.DependentLaunch): the kernel may be scheduled while
+	// the kernel before it on the stream still runs (one that allows it,
+	// griddepcontrol.launch_dependents: an indexer's, or the previous
 	// Select's), and waits for that one's end before it reads anything;
-	// the kernel after it may likewise start during its run. The same
+	// once it runs, the kernel after it may be scheduled likewise. The same
 	// results, without the gap between the kernels, on a stream and in a
-	// captured graph.
+	// captured graph (perf notes 111).
 	DependentLaunch bool
 
 	// Kernel tuning (gen.Config); 0 means the default: MaxCandidates
@@ -89,7 +90,8 @@ func (c Config) KernelConfig(t ptx.Target) gen.Config { return c.withDefaults().
 // target t.
 func (c Config) kernelConfig(t ptx.Target) gen.Config {
 	return gen.Config{K: c.K, MaxCandidates: c.MaxCandidates, BlockSize: c.BlockSize, Bins: c.Bins,
-		Target: t, Unroll: c.Unroll, Instrument: c.Instrument, Sorted: c.Sorted, Scores: c.Scores.ScoreType()}
+		Target: t, Unroll: c.Unroll, Instrument: c.Instrument, Sorted: c.Sorted, Scores: c.Scores.ScoreType(),
+		DependentLaunch: c.DependentLaunch}
 }
 
 // validate checks c (with defaults) and its kernel configuration for t.
@@ -106,9 +108,6 @@ func (c Config) validate(t ptx.Target) error {
 	}
 	if c.Scores != Float32 && c.Scores != Float16 && c.Scores != BFloat16 {
 		errs = append(errs, fmt.Errorf("Scores = %v: must be Float32, Float16 or BFloat16", c.Scores))
-	}
-	if c.DependentLaunch && t.SM < 90 {
-		errs = append(errs, fmt.Errorf("DependentLaunch: needs compute capability 9.0; the device's target is %s", t.Name))
 	}
 	if c.K >= 1 && c.MaxRows >= 1 && int64(c.K)*int64(c.MaxRows) > 1<<31-1 {
 		errs = append(errs, fmt.Errorf("K*MaxRows = %d: the output would not be int32-addressable", int64(c.K)*int64(c.MaxRows)))

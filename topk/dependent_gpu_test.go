@@ -10,50 +10,11 @@ import (
 	"github.com/gvr-go/gvr/runtime"
 )
 
-// slowCopy loads slow_copy(dst, src, n): an indexer's stand-in, whose
-// output a dependent launch must wait for. Its CTAs (256 threads, few
-// enough to be resident at once) let the kernel after them start first
-// thing (griddepcontrol.launch_dependents), spin for spin clock cycles,
-// then copy the n words of src to dst.
+// slowCopy loads slowCopyModule's kernel on d.
 func slowCopy(t *testing.T, d *runtime.Device, spin int64) *runtime.Kernel {
 	t.Helper()
-	m := ptx.NewModule(d.Info().Target)
-	e := m.NewEntry("slow_copy")
-	e.ReqNTID = ptx.Dim3{256}
-	param := func(name string) ptx.Reg {
-		p := e.Param(name, ptx.U64)
-		p.PtrAlign = 4
-		g := e.Reg(ptx.U64)
-		e.CvtaToGlobal(g, e.LdParam(p))
-		return g
-	}
-	dst, src := param("dst"), param("src")
-	n := e.Reg(ptx.U32)
-	e.Cvt(n, e.LdParam(e.Param("n", ptx.U64)))
-	e.GridDepLaunchDependents()
-	start, now, el := e.Reg(ptx.U64), e.Reg(ptx.U64), e.Reg(ptx.U64)
-	e.Mov(start, ptx.Clock64)
-	spinning := e.NewLabel("spin")
-	e.Place(spinning)
-	e.Mov(now, ptx.Clock64)
-	e.Sub(el, now, start)
-	p := e.Pred()
-	e.Setp(p, ptx.LT, el, ptx.Imm(spin))
-	e.BraIf(p, spinning)
-	i, step, v := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
-	e.Mad(i, ptx.CtaIDX, ptx.Imm(256), ptx.TidX)
-	e.Mul(step, ptx.NCtaIDX, ptx.Imm(256))
-	e.For(i, i, n, step, func() {
-		off := e.Reg(ptx.U64)
-		e.MulWide(off, i, ptx.Imm(4))
-		a, b := e.Reg(ptx.U64), e.Reg(ptx.U64)
-		e.Add(a, src, off)
-		e.Add(b, dst, off)
-		e.Ld(ptx.SpaceGlobal, v, ptx.At(a, 0))
-		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(b, 0), v)
-	})
-	e.Ret()
-	must(t, m.Build())
+	m, err := slowCopyModule(d.Info().Target, spin)
+	must(t, err)
 	l, err := ptx.LaunchOf(m, "slow_copy", 0)
 	must(t, err)
 	k, err := d.Load(ptx.Text(m), l)

@@ -76,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.sure, "sure-set", false, "also time each GVR kernel (gvr, fallback, cgvrC, cfallbackC; with -mbarrier-rounds each +mbar one) setting apart the candidates its first pass shows to be in the Top-K (columns gvr+sure, cgvr16+mbar+sure; gen.Config.SureSet; the auto column takes it by topk's rule; -tune times the kernels without it)")
 	fs.BoolVar(&o.keep, "keep-over", false, "also time each cluster Top-K kernel (with -mbarrier-rounds: each +mbar one) keeping, in rows longer than its cluster holds, which vectors of the excess hold high elements, to load only those again (columns cgvr16+keep, cgvr16+mbar+keep; gen.Config.KeepOver); with -tune, the choice may take it")
 	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
-	fs.BoolVar(&o.dependent, "dependent", false, "launch every kernel as a programmatic dependent launch (runtime.Kernel.LaunchDependent, sm_90+; topk.Config.DependentLaunch): graph-replayed, each launch may then start while the one before it runs, and waits for its end, as in a decode step whose kernels all allow it; cold and warm launches follow a copy or an event, and are plain ones")
+	fs.BoolVar(&o.dependent, "dependent", false, "build every kernel for a programmatic dependent launch and launch it so (topk.Config.DependentLaunch, runtime.Kernel.LaunchDependent; sm_90+): graph-replayed, each launch may then be scheduled while the one before it runs, and waits for its end, as in a decode step whose kernels all allow it; cold and warm launches follow a copy or an event, and run as plain ones")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
 	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
@@ -595,10 +595,12 @@ func (b *bencher) config() gen.Config {
 }
 
 // selectorConfig is the topk.Config of the kernels' configuration (-k,
-// -max-candidates, -block-size, -bins, -unroll), as a Selector takes it.
+// -max-candidates, -block-size, -bins, -unroll, -dependent), as a
+// Selector takes it.
 func (o options) selectorConfig() topk.Config {
 	c := o.tuning
 	c.K = o.k
+	c.DependentLaunch = o.dependent
 	return c
 }
 

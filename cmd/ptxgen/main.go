@@ -47,6 +47,7 @@ type spec struct {
 	cluster, maxN                   int
 	instrument, mbarrierRounds      bool
 	keepOver, sureSet               bool
+	dependentLaunch                 bool
 	scores                          string
 }
 
@@ -57,7 +58,7 @@ func defaultSpec() spec {
 }
 
 // configFlags are the flags that set a spec; -diff takes the same names.
-var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over", "sure-set"}
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over", "sure-set", "dependent-launch"}
 
 // register defines the flags of configFlags on fs, s's fields their
 // defaults and destinations.
@@ -76,6 +77,7 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.mbarrierRounds, "mbarrier-rounds", s.mbarrierRounds, "cluster Top-K kernels: signal the cluster's rounds with remote mbarrier arrivals instead of barrier.cluster")
 	fs.BoolVar(&s.keepOver, "keep-over", s.keepOver, "cluster Top-K kernels: keep the high vectors of a row's part past max-n in shared memory for the later walks")
 	fs.BoolVar(&s.sureSet, "sure-set", s.sureSet, "GVR kernels: set apart the candidates a first-pass count shows to be in the Top-K, so that Phase 4 selects among the others")
+	fs.BoolVar(&s.dependentLaunch, "dependent-launch", s.dependentLaunch, "wait first for the kernel before on the stream, then let the next one be scheduled: fit for a programmatic dependent launch (sm_90+)")
 }
 
 // generate builds the kernel s names.
@@ -102,6 +104,8 @@ func (s spec) generate() (*gen.Kernel, error) {
 		MbarrierRounds: s.mbarrierRounds,
 		KeepOver:       s.keepOver,
 		SureSet:        s.sureSet,
+		// The one name longer than the others, aligned apart.
+		DependentLaunch: s.dependentLaunch,
 	})
 }
 
