@@ -85,9 +85,33 @@ func TestLaunchDependent(t *testing.T) {
 	if late.Contract.WaitsFirst {
 		t.Fatal("WaitsFirst for a kernel that loads before it waits")
 	}
-	err = late.LaunchDependent(s, ctas, late.Args().Set("in", a.Ptr()).Set("out", b.Ptr()))
+	lateArgs := late.Args().Set("in", a.Ptr()).Set("out", b.Ptr())
+	err = late.LaunchDependent(s, ctas, lateArgs)
 	if err == nil || !strings.Contains(err.Error(), "griddepcontrol.wait") {
 		t.Errorf("a dependent launch of a kernel that reads before it waits: %v; want a refusal", err)
 	}
 	must(t, s.Synchronize())
+
+	// What the wait guards against, past that refusal: the kernel that
+	// reads before it waits, launched so, reads the value from before the
+	// slow kernel's store. Seen at least once, it shows the launches above
+	// did start early: their right outputs are the wait's doing.
+	stale := 0
+	for i := range uint32(20) {
+		must(t, slow.Launch(s, ctas, aArgs.Set("value", uint64(100+i))))
+		must(t, d.bind())
+		err := launchDependent(late.fn, ctas, late.Contract.Block, late.Contract.SharedBytes, s.handle(), lateArgs.Pointers())
+		d.unbind()
+		must(t, err)
+		must(t, s.Synchronize())
+		got := make([]uint32, n)
+		must(t, Download(got, b))
+		if got[0] != 100+i+1 {
+			stale++
+		}
+	}
+	t.Logf("the kernel that reads before it waits read a stale value in %d of 20 dependent launches", stale)
+	if stale == 0 {
+		t.Error("no dependent launch started before the kernel before it ended: the test cannot tell a wait from none")
+	}
 }

@@ -10,10 +10,10 @@ import (
 
 // slowCopyModule builds slow_copy(dst, src, n) for t: an indexer's
 // stand-in, whose output a dependent launch must wait for
-// (TestDependentLaunch). Its CTAs (256 threads; launched few enough to be
-// resident at once) let the kernel after them be scheduled first thing
+// (TestDependentLaunch). Its CTAs (256 threads, as many as launched) let
+// the kernel after them be scheduled first thing
 // (griddepcontrol.launch_dependents), spin for spin clock cycles, then
-// copy the n words of src to dst.
+// copy the n words of src to dst between them.
 func slowCopyModule(t ptx.Target, spin int64) (*ptx.Module, error) {
 	m := ptx.NewModule(t)
 	e := m.NewEntry("slow_copy")
