@@ -220,14 +220,14 @@ func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error {
 // LaunchDependent is Launch as a programmatic dependent launch (sm_90+):
 // k's CTAs may be scheduled while the kernel before it on s still runs,
 // once that kernel lets them (griddepcontrol.launch_dependents, which
-// gen's kernels issue first thing), and they wait in their first
-// instruction until it has ended and its memory is visible
-// (griddepcontrol.wait; the contract's WaitsFirst, which gen's kernels
-// have from sm_90 on). The results are Launch's; the gap between the two
-// kernels, a launch's latency, is hidden. After anything but a kernel on
-// s (a copy, an event), it is a plain launch. k's contract must have
-// WaitsFirst (else k could read what the kernel before it has not yet
-// written), and the device compute capability 9.0.
+// gen's kernels with Config.DependentLaunch issue after their wait), and
+// they wait in their first instruction until it has ended and its memory
+// is visible (griddepcontrol.wait: the contract's WaitsFirst). The
+// results are Launch's; the gap between the two kernels, a launch's
+// latency, is hidden. After anything but a kernel on s (a copy, an
+// event), it is a plain launch. k's contract must have WaitsFirst (else k
+// could read what the kernel before it has not yet written), and the
+// device compute capability 9.0.
 func (k *Kernel) LaunchDependent(s *Stream, grid int, a *ptx.Args) error {
 	return k.launch(s, grid, a, true)
 }
