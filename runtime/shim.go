@@ -17,19 +17,26 @@ static CUresult gvrSetMaxDynamicShared(CUfunction f, int bytes) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
-// How many clusters of f (its compile-time cluster shape, .reqnctapercluster)
-// of block threads and smem bytes of dynamic shared memory per CTA can be
-// resident at once: 0 when the device can never schedule one.
-static CUresult gvrMaxActiveClusters(CUfunction f, unsigned cluster, unsigned block, unsigned smem, int *n) {
+// A launch configuration of a 1-D grid of 1-D blocks, no attributes.
+static CUlaunchConfig gvrLaunchConfig(unsigned grid, unsigned block, unsigned smem, CUstream s) {
 	CUlaunchConfig cfg;
 	memset(&cfg, 0, sizeof cfg);
-	cfg.gridDimX = cluster;
+	cfg.gridDimX = grid;
 	cfg.gridDimY = 1;
 	cfg.gridDimZ = 1;
 	cfg.blockDimX = block;
 	cfg.blockDimY = 1;
 	cfg.blockDimZ = 1;
 	cfg.sharedMemBytes = smem;
+	cfg.hStream = s;
+	return cfg;
+}
+
+// How many clusters of f (its compile-time cluster shape, .reqnctapercluster)
+// of block threads and smem bytes of dynamic shared memory per CTA can be
+// resident at once: 0 when the device can never schedule one.
+static CUresult gvrMaxActiveClusters(CUfunction f, unsigned cluster, unsigned block, unsigned smem, int *n) {
+	CUlaunchConfig cfg = gvrLaunchConfig(cluster, block, smem, NULL);
 	return cuOccupancyMaxActiveClusters(n, f, &cfg);
 }
 
@@ -48,16 +55,7 @@ static CUresult gvrLaunchDependent(CUfunction f, unsigned grid, unsigned block, 
 	memset(&attr, 0, sizeof attr);
 	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
 	attr.value.programmaticStreamSerializationAllowed = 1;
-	CUlaunchConfig cfg;
-	memset(&cfg, 0, sizeof cfg);
-	cfg.gridDimX = grid;
-	cfg.gridDimY = 1;
-	cfg.gridDimZ = 1;
-	cfg.blockDimX = block;
-	cfg.blockDimY = 1;
-	cfg.blockDimZ = 1;
-	cfg.sharedMemBytes = smem;
-	cfg.hStream = s;
+	CUlaunchConfig cfg = gvrLaunchConfig(grid, block, smem, s);
 	cfg.attrs = &attr;
 	cfg.numAttrs = 1;
 	return cuLaunchKernelEx(&cfg, f, params, NULL);

@@ -80,14 +80,7 @@ func TestDependentLaunch(t *testing.T) {
 	}()
 	var graphRes Result
 	for s := range steps {
-		host := make([]float32, rows*stride)
-		lengths := make([]int32, rows)
-		x := make([][]float32, rows)
-		for r := range rows {
-			x[r] = traj[r].Next()
-			copy(host[r*stride:], x[r])
-			lengths[r] = int32(len(x[r]))
-		}
+		x, host, lengths := nextRows(traj, stride)
 		must(t, runtime.UploadAsync(st, staging, host))
 		must(t, runtime.UploadAsync(st, lenBuf, lengths))
 		eager, err := step(sels[0], scores[0])

@@ -682,6 +682,18 @@ func TestDecodeLoop(t *testing.T) {
 
 // TestGraphReplay captures one decode step in a CUDA graph and replays it
 // step after step with new scores, against a selector run step by step.
+// nextRows is the next step of each trajectory, a row each: the rows, and
+// laid out for the device, the rows stride elements apart and their lengths.
+func nextRows(traj []*Decode, stride int) (x [][]float32, host []float32, lengths []int32) {
+	x, host, lengths = make([][]float32, len(traj)), make([]float32, len(traj)*stride), make([]int32, len(traj))
+	for r, d := range traj {
+		x[r] = d.Next()
+		copy(host[r*stride:], x[r])
+		lengths[r] = int32(len(x[r]))
+	}
+	return x, host, lengths
+}
+
 func TestGraphReplay(t *testing.T) {
 	d := gpu(t)
 	const rows, steps, stride = 8, 12, 70000
@@ -717,14 +729,7 @@ func TestGraphReplay(t *testing.T) {
 	}()
 	var res Result // the graph's step's, from the capture
 	for step := range steps {
-		host := make([]float32, rows*stride)
-		lengths := make([]int32, rows)
-		x := make([][]float32, rows)
-		for r := range rows {
-			x[r] = traj[r].Next()
-			copy(host[r*stride:], x[r])
-			lengths[r] = int32(len(x[r]))
-		}
+		x, host, lengths := nextRows(traj, stride)
 		must(t, runtime.UploadAsync(st, scores, host))
 		must(t, runtime.UploadAsync(st, lenBuf, lengths))
 		switch step {
