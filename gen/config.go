@@ -82,10 +82,9 @@ type Config struct {
 	// launch (runtime.Kernel.LaunchDependent; sm_90+): its first
 	// instruction waits for the kernel before it on the stream to end and
 	// its memory to be visible (griddepcontrol.wait: the launch contract's
-	// WaitsFirst), and the next lets the kernel after it be scheduled
-	// (griddepcontrol.launch_dependents), to wait likewise while this one
-	// runs. Not by default: in a plain launch they cost 0.1-0.2 us cold
-	// (perf notes 111).
+	// WaitsFirst), and a GVR kernel lets the kernel after it be scheduled
+	// at Phase 4's start (griddepcontrol.launch_dependents), to wait
+	// likewise while this one ends (perf notes 111).
 	DependentLaunch bool
 }
 

@@ -106,9 +106,10 @@
 // parameters of every Top-K kernel: next_n (speculative-decoding rows),
 // row_starts and abs_idx (windows), out_count, and the page-table output (pages.go);
 // 16-bit scores are a Config.Scores of every Top-K kernel. With
-// Config.DependentLaunch a kernel starts with griddepcontrol.wait, then
-// .launch_dependents, and may be launched programmatically dependent on
-// the kernel before it (runtime.Kernel.LaunchDependent).
+// Config.DependentLaunch a kernel starts with griddepcontrol.wait, and may
+// be launched programmatically dependent on the kernel before it
+// (runtime.Kernel.LaunchDependent); a GVR kernel issues
+// griddepcontrol.launch_dependents at Phase 4's start.
 //
 // Every kernel parameter is 64 bits wide (the kernel ABI), shared memory is
 // the module's one dynamic (.extern) array, and the generated PTX carries

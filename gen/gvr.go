@@ -526,6 +526,14 @@ func (t *topk) body(phase1 func() guess) {
 				cleared := t.phase3Collect(v)
 				t.stamp(3)
 				t.leaderOnly()
+				if t.cfg.DependentLaunch {
+					// The kernel after this one may be scheduled from here,
+					// to wait for this one's end: ~2 us of Phase 4 hide its
+					// launch. Earlier, it shared the SMs with this one where
+					// the rows stream (perf notes 111). A CTA that ends
+					// without this counts as having issued it.
+					t.e.GridDepLaunchDependents()
+				}
 				t.syncKept(cleared)
 				t.phase4Refine(v)
 			}, func() {

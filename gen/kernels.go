@@ -117,12 +117,9 @@ func kernelModule(name string, cfg Config) (*ptx.Module, *ptx.Entry, *ptx.Var) {
 	e := m.NewEntry(name)
 	if cfg.DependentLaunch {
 		// Nothing touches memory before the kernel before this one has
-		// ended; then the kernel after it may be scheduled, to wait so in
-		// turn. After the wait, not before: a trigger first thing let
-		// every later launch of a graph be scheduled at once, each behind
-		// the one before, crowding the SMs (perf notes 111).
+		// ended. (The kernel after it may be scheduled from Phase 4 on:
+		// body.)
 		e.GridDepWait()
-		e.GridDepLaunchDependents()
 	}
 	return m, e, smemVar
 }

@@ -220,7 +220,7 @@ func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error {
 // LaunchDependent is Launch as a programmatic dependent launch (sm_90+):
 // k's CTAs may be scheduled while the kernel before it on s still runs,
 // once that kernel lets them (griddepcontrol.launch_dependents, which
-// gen's kernels with Config.DependentLaunch issue after their wait), and
+// gen's GVR kernels with Config.DependentLaunch issue in Phase 4), and
 // they wait in their first instruction until it has ended and its memory
 // is visible (griddepcontrol.wait: the contract's WaitsFirst). The
 // results are Launch's; the gap between the two kernels, a launch's
