@@ -35,10 +35,13 @@
 // BarrierClusterArrive/Wait, Fence and FenceMbarrierInit, the mbarrier
 // methods (MbarrierInit, MbarrierArrive, MbarrierArriveExpectTx,
 // MbarrierTryWaitParity, MbarrierWait, MbarrierInval), CpAsyncBulk and
-// ElectSync. A result PTX lets a program drop is the operand Sink{} (_).
+// ElectSync; programmatic dependent launch has GridDepWait and
+// GridDepLaunchDependents. A result PTX lets a program drop is the operand
+// Sink{} (_).
 //
 // A kernel's launch contract (launch.go) is a Launch: its entry, block,
-// cluster shape, dynamic shared memory and named, typed parameters, a
+// cluster shape, dynamic shared memory, whether it waits first for the
+// kernel before it (WaitsFirst), and named, typed parameters, a
 // pointer parameter with the alignment its accesses need (printed as
 // .ptr.global.align N, so the text declares it too; LaunchOf reads a
 // contract back from a module). Args holds one launch's arguments, set by

@@ -23,7 +23,7 @@ type Launch struct {
 	SharedBytes        int     // dynamic shared memory per CTA, bytes
 	Params             []Param // the parameters, in .param order
 	// WaitsFirst: the entry's code starts with griddepcontrol.wait, no
-	// branch or memory access but its parameters' before it (awaitsFirst),
+	// branch or memory access but its parameters' before it (waitsFirst),
 	// so it may be launched programmatically dependent on the kernel
 	// before it: it touches no memory before that kernel has ended.
 	WaitsFirst bool
