@@ -119,11 +119,6 @@ type topk struct {
 	// where Phase 3 wrote the sure candidates to their output slots
 	// itself, each CTA its own (outSure): Phase 4 then leaves them.
 	sureOut ptx.Pred
-	// pagesAfterSure holds in a cluster kernel with the sure set and a
-	// page-table output, where writePages maps only the slots past the
-	// sure candidates (split's second word, 0 unless Phase 3 set some
-	// apart): the CTAs that wrote those mapped them (outSure).
-	pagesAfterSure bool
 
 	count   ptx.Reg           // u64 address of this row's out_count slot, 0 if none
 	stats   ptx.Reg           // u64 address of this row's stats record (Instrument)
@@ -490,11 +485,10 @@ func genRadix(cfg Config) (*Kernel, error) {
 // elements in shared memory and selects it there instead (heldSelect).
 func (t *topk) body(phase1 func() guess) {
 	e := t.e
-	if t.sureOutByCTAs() && t.out.pages != nil {
+	if t.pagesAfterSure() {
 		// No sure candidates until Phase 3 says otherwise (splitFor4):
 		// the count writePages starts from on every path. In shared
 		// memory: a register from here to the end made ptxas spill.
-		t.pagesAfterSure = true
 		e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
 			e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.split, 4), ptx.Imm(0))
 		})

@@ -75,7 +75,7 @@ func (t *topk) writePages() {
 		t.sync() // every index slot of the row written, by any thread
 		K, T := int64(t.cfg.K), int64(t.threads)
 		first := t.tid
-		if t.pagesAfterSure {
+		if t.pagesAfterSure() {
 			// Past the sure slots, mapped by the CTAs that wrote them.
 			sure := t.u32()
 			e.Ld(ptx.SpaceShared, sure, t.smem.at(t.split, 4))
@@ -107,6 +107,12 @@ func (t *topk) writePages() {
 		})
 	})
 }
+
+// pagesAfterSure reports whether writePages maps only the slots past the
+// sure candidates (split's second word, 0 unless Phase 3 set some apart):
+// in a cluster kernel whose CTAs write their sure ones out, with a
+// page-table output, those CTAs mapped their slots (outSure).
+func (t *topk) pagesAfterSure() bool { return t.sureOutByCTAs() && t.out.pages != nil }
 
 // pageOf sets v to the fused page-table output of column col of the row:
 // its page's entry in the page table, times the page size, plus its
