@@ -72,12 +72,8 @@ func TestDependentLaunch(t *testing.T) {
 		}
 		return sel.Select(0, Batch{Scores: dst, Stride: stride, Rows: rows, DeviceLengths: lenBuf}, st)
 	}
-	var g *runtime.Graph
-	defer func() {
-		if g != nil {
-			g.Close()
-		}
-	}()
+	var g stepGraph
+	defer g.close()
 	var graphRes Result
 	for s := range steps {
 		x, host, lengths := nextRows(traj, stride)
@@ -85,21 +81,11 @@ func TestDependentLaunch(t *testing.T) {
 		must(t, runtime.UploadAsync(st, lenBuf, lengths))
 		eager, err := step(sels[0], scores[0])
 		must(t, err)
-		switch s {
-		case 0: // the unpredicted step runs eagerly
+		g.run(t, st, s, func() error {
+			var err error
 			graphRes, err = step(sels[1], scores[1])
-			must(t, err)
-		case 1: // capture the predicted step, then replay it from here on
-			g, err = st.Capture(func() error {
-				var err error
-				graphRes, err = step(sels[1], scores[1])
-				return err
-			})
-			must(t, err)
-			fallthrough
-		default:
-			must(t, g.Launch(st))
-		}
+			return err
+		})
 		must(t, st.Synchronize())
 		must(t, runtime.Upload(plainScores, host))
 		plain, err := plainSel.Select(0, Batch{Scores: plainScores, Stride: stride, Rows: rows, DeviceLengths: lenBuf}, nil)

@@ -694,6 +694,34 @@ func nextRows(traj []*Decode, stride int) (x [][]float32, host []float32, length
 	return x, host, lengths
 }
 
+// stepGraph runs a decode loop's steps as a serving engine would, from a
+// CUDA graph: step 0 (a layer's unpredicted step, the fallback kernel)
+// eagerly, step 1 captured on the stream and replayed, every later step
+// replayed.
+type stepGraph struct{ g *runtime.Graph }
+
+// run runs step s on st: do is the step's work, as the graph captures it.
+func (sg *stepGraph) run(t *testing.T, st *runtime.Stream, s int, do func() error) {
+	t.Helper()
+	switch s {
+	case 0:
+		must(t, do())
+	case 1:
+		g, err := st.Capture(do)
+		must(t, err)
+		sg.g = g
+		fallthrough
+	default:
+		must(t, sg.g.Launch(st))
+	}
+}
+
+func (sg *stepGraph) close() {
+	if sg.g != nil {
+		sg.g.Close()
+	}
+}
+
 func TestGraphReplay(t *testing.T) {
 	d := gpu(t)
 	const rows, steps, stride = 8, 12, 70000
@@ -721,32 +749,18 @@ func TestGraphReplay(t *testing.T) {
 	// order: a sure set's kernel, say).
 	eagerScores, eagerLen := alloc(t, d, 4*rows*stride), alloc(t, d, 4*rows)
 	batch := Batch{Scores: scores, Stride: stride, Rows: rows, DeviceLengths: lenBuf}
-	var g *runtime.Graph
-	defer func() {
-		if g != nil {
-			g.Close()
-		}
-	}()
+	var g stepGraph
+	defer g.close()
 	var res Result // the graph's step's, from the capture
 	for step := range steps {
 		x, host, lengths := nextRows(traj, stride)
 		must(t, runtime.UploadAsync(st, scores, host))
 		must(t, runtime.UploadAsync(st, lenBuf, lengths))
-		switch step {
-		case 0: // the fallback step runs eagerly
+		g.run(t, st, step, func() error {
+			var err error
 			res, err = graphSel.Select(0, batch, st)
-			must(t, err)
-		case 1: // capture the predicted step, then replay it from here on
-			g, err = st.Capture(func() error {
-				var err error
-				res, err = graphSel.Select(0, batch, st)
-				return err
-			})
-			must(t, err)
-			fallthrough
-		default:
-			must(t, g.Launch(st))
-		}
+			return err
+		})
 		must(t, st.Synchronize())
 		gi, err := res.ReadIndices()
 		must(t, err)
