@@ -77,7 +77,7 @@ func clusterLayout(name string, cfg Config) (int, clusterShared) {
 	var l layout
 	var sh clusterShared
 	if generators[name].topk {
-		ts := newTopKShared(&l, cfg, true)
+		ts := newTopKShared(&l, cfg, true, !generators[name].predicted)
 		sh = allocClusterTopK(&l, cfg, ts).slice
 	} else {
 		sh = allocCluster(&l, cfg)

@@ -39,12 +39,13 @@ const (
 	secantIters = 4    // secant steps before plain key bisection takes over
 	damping     = 0.5  // the first secant step goes at most this far
 	sampleSize  = 2048 // row elements Phase 1 samples (at most 8 per thread)
-	// Rounds of the sample's threshold estimate (estimateThreshold): four
-	// without a prediction; with one, whose minimum the first pass counts
-	// too, two: 0.7 us less in Phase 1 on an H100, still one pass on every
-	// replayed step (one round: more candidates; perf notes 16).
-	sampleRounds = 4
-	predRounds   = 2
+	// Rounds of the sample's threshold estimate with a prediction, whose
+	// minimum the first pass counts too (estimateThreshold): two, 0.7 us
+	// less in Phase 1 on an H100 than four, still one pass on every
+	// replayed step (one round: more candidates; perf notes 16). Without
+	// a prediction the sample's histogram replaces the rounds
+	// (histogramGuess).
+	predRounds = 2
 )
 
 // The instrumentation record (Config.Instrument): StatsBytes per row at
@@ -136,18 +137,20 @@ type topk struct {
 
 // topkShared is the shared memory of a Top-K kernel.
 type topkShared struct {
-	sel       selectShared
-	reduce    region                     // block reductions of up to four values
-	p1        *reductionRun              // Phase 1's block reductions (GVR pipeline only)
-	sampleTop region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
-	split     region                     // how many candidates Phase 4 selects from, and the sure ones after them (Config.SureSet)
-	cand      struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
-	stage     *staging                   // sorted output only
+	sel        selectShared
+	reduce     region                     // block reductions of up to four values
+	p1         *reductionRun              // Phase 1's block reductions (GVR pipeline only)
+	sampleTop  region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
+	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (GVR pipeline only: sampleHistogram)
+	split      region                     // how many candidates Phase 4 selects from, and the sure ones after them (Config.SureSet)
+	cand       struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
+	stage      *staging                   // sorted output only
 }
 
 // newTopKShared lays out a Top-K kernel's shared memory in l. The radix
-// kernel has no candidate buffer.
-func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
+// kernel has no candidate buffer; only a kernel without a prediction (the
+// fallback kernels) has the sample's histogram.
+func newTopKShared(l *layout, cfg Config, withCand, withHist bool) topkShared {
 	warps := cfg.BlockSize / warpSize
 	var s topkShared
 	s.sel = allocSelect(l, cfg.Bins, warps)
@@ -157,6 +160,9 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
 		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
 		s.sampleTop = l.alloc("sample_top", 4, 4)
+		if withHist {
+			s.sampleHist = l.alloc("sample_hist", 4*sampleBins, 16)
+		}
 		if cfg.SureSet {
 			s.split = l.alloc("split", 8, 4)
 		}
@@ -168,10 +174,11 @@ func newTopKShared(l *layout, cfg Config, withCand bool) topkShared {
 }
 
 // SharedBytes is the dynamic shared memory the GVR kernels (gvr_topk,
-// topk_fallback) need for c; topk_radix needs less.
+// topk_fallback) need for c, the larger of the two (the fallback's, with
+// the sample's histogram); topk_radix needs less.
 func (c Config) SharedBytes() int {
 	var l layout
-	newTopKShared(&l, c, true)
+	newTopKShared(&l, c, true, true)
 	return l.size
 }
 
@@ -224,7 +231,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		}
 	}
 	t.k = t.constU32(int64(cfg.K))
-	t.topkShared = newTopKShared(&t.smem.layout, cfg, withCand)
+	t.topkShared = newTopKShared(&t.smem.layout, cfg, withCand, withCand && !withPred)
 	if cluster {
 		t.part = t.newClusterPart(cfg)
 		if cfg.KeepOver {

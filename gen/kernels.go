@@ -26,17 +26,20 @@ type generator struct {
 	gen     func(Config) (*Kernel, error)
 	cluster bool // one row per thread-block cluster of Config.Cluster CTAs
 	topk    bool // a Top-K kernel (its shared memory: newTopKShared)
+	// predicted: a Top-K kernel with a prediction (gvr_topk's parameters),
+	// whose shared memory has no sample histogram.
+	predicted bool
 }
 
 var generators = map[string]generator{
 	"count_ge":      {doc: "block-wide count of elements >= a threshold per row (float4 loads, unaligned rows)", gen: genCountGE},
 	"warp_reduce":   {doc: "warp add/min/max of u32 values (redux.sync, or shuffles where the target lacks it)", gen: genWarpReduce},
 	"block_scan":    {doc: "block-wide exclusive prefix sum of u32 values per row", gen: genBlockScan},
-	"gvr_topk":      {doc: "GVR Top-K per row, guided by the previous step's Top-K indices", gen: genGVR, topk: true},
+	"gvr_topk":      {doc: "GVR Top-K per row, guided by the previous step's Top-K indices", gen: genGVR, topk: true, predicted: true},
 	"topk_fallback": {doc: "Top-K per row without a prediction: GVR with a guess from a strided sample", gen: genFallback, topk: true},
 	"topk_radix":    {doc: "Top-K per row by exact radix select over the row", gen: genRadix, topk: true},
 	"gvr_topk_cluster": {doc: "gvr_topk with one row per cluster of Cluster CTAs: the row read into shared memory once, counts combined over DSMEM (sm_90+)",
-		gen: genGVRCluster, cluster: true, topk: true},
+		gen: genGVRCluster, cluster: true, topk: true, predicted: true},
 	"topk_fallback_cluster": {doc: "topk_fallback with one row per cluster of Cluster CTAs: the row read into shared memory once (sm_90+)",
 		gen: genFallbackCluster, cluster: true, topk: true},
 	"cluster_count_ge": {doc: "count_ge with one row per cluster of Cluster CTAs: slices bulk-copied into shared memory, counts combined over DSMEM (sm_90+)",

@@ -101,7 +101,7 @@ func (t *topk) phase1PreIndexStats() guess {
 	// fewer candidates; a weak prediction (a decode's early layers overlap
 	// their previous step by 1.5%: perf notes 15) costs nothing more.
 	g := t.newGuess()
-	t.sampleGuess(g, smp, predRounds)
+	t.sampleGuess(g, smp)
 	t.mark(MarkP1Sample)
 
 	if !cluster {
@@ -197,6 +197,9 @@ func (t *topk) predValues(ps [predUnroll]ptx.Reg) [predUnroll]ptx.Reg {
 // phase1SampleStats guesses without a prediction, from a sample of the row.
 func (t *topk) phase1SampleStats() guess {
 	t.e.Comment("Phase 1 (no prediction): sample statistics")
+	// The histogram is counted into past the barriers of the sample's
+	// reduction or round.
+	t.clearShared(t.histOf(t.sampleHist), sampleBins)
 	g := t.newGuess()
 	smp := t.sampleRow()
 	t.startPart()
@@ -205,7 +208,7 @@ func (t *topk) phase1SampleStats() guess {
 	} else {
 		smp.finish()
 	}
-	t.sampleGuess(g, smp, sampleRounds)
+	t.histogramGuess(g, smp)
 	t.mark(MarkP1Sample)
 	return g
 }
@@ -215,18 +218,15 @@ func (t *topk) phase1SampleStats() guess {
 // points whose estimated counts are 1 and 1.6 times the target, so that it
 // lands in [K, MaxCandidates] when the estimate is off by a factor between
 // 0.42 and 2 (0.5 and 2.4 at a dense sample's target).
-func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
+func (t *topk) sampleGuess(g guess, smp *sample) {
 	e := t.e
 	e.Mov(g.target, smp.target)
 	e.Mov(g.lo, smp.rng.min)
 	e.Mov(g.hi, smp.rng.max)
-	// Phase 4 guesses its span from the sample's largest value (guessSpan).
-	e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
-		e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.sampleTop, 0), t.key(t.bitsOf(smp.rng.max)))
-	})
+	t.storeSampleTop(smp)
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
-	t.estimateThreshold(smp, g, pts, rounds)
+	t.estimateThreshold(smp, g, pts, predRounds)
 	for i, f := range []float64{1, 1.6} {
 		x := t.f32()
 		e.Mul(x, g.target, ptx.Float(float32(f)))
@@ -237,6 +237,49 @@ func (t *topk) sampleGuess(g guess, smp *sample, rounds int) {
 		e.Mov(sure, ptx.Float(float32(sureShare*float64(t.cfg.K))))
 		t.logSecant(g.sure, g, sure, false, ptx.Pred{})
 	}
+}
+
+// histogramGuess is sampleGuess without a prediction: the sample's
+// histogram (sampleHistogram) brackets each count the first pass aims for
+// between two bin edges, 1/64 of the range apart, and the log-count secant
+// within that bracket gives its point; the sure threshold too, which
+// sampleGuess extrapolates from the target's bracket instead. The fallback
+// counts no predicted minimum, so its estimate needs the precision of
+// four rounds of evenPoints (1/625 of the range), and those rounds, two
+// block reductions each, took 0.7-1 us more than the histogram; with a
+// prediction, the histogram costs as much as the two rounds sampleGuess
+// takes there (perf notes 113).
+func (t *topk) histogramGuess(g guess, smp *sample) {
+	e := t.e
+	e.Mov(g.target, smp.target)
+	t.storeSampleTop(smp)
+	h := t.sampleHistogram(smp)
+	for i, f := range []float64{1, 1.6} {
+		x := t.f32()
+		e.Mul(x, g.target, ptx.Float(float32(f)))
+		b := h.bracket(x)
+		if i == 0 {
+			e.Mov(g.lo, b.lo)
+			e.Mov(g.cntLo, b.cntLo)
+			e.Mov(g.hi, b.hi)
+			e.Mov(g.cntHi, b.cntHi)
+		}
+		t.logSecant(g.first[i], b, x, false, ptx.Pred{})
+	}
+	if t.cfg.SureSet {
+		sure := t.f32()
+		e.Mov(sure, ptx.Float(float32(sureShare*float64(t.cfg.K))))
+		t.logSecant(g.sure, h.bracket(sure), sure, false, ptx.Pred{})
+	}
+}
+
+// storeSampleTop keeps the sample's largest value's key, from which Phase
+// 4 guesses its span (guessSpan).
+func (t *topk) storeSampleTop(smp *sample) {
+	e := t.e
+	e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, t.smem.at(t.sampleTop, 0), t.key(t.bitsOf(smp.rng.max)))
+	})
 }
 
 // stats accumulates, per thread, the min and max key and the count of the
@@ -533,6 +576,138 @@ func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int)
 		}
 	}
 	e.Max(g.cntHi, g.cntHi, ptx.Float(0.5))
+}
+
+// sampleBins is how many equal bins of the sample's value range its
+// histogram has (sampleHistogram), sampleBins/32 a lane of a warp: the
+// first pass's points are interpolated within one bin, 1/64 of the range.
+const sampleBins = 64
+
+// sampleHist is the sample's histogram as every warp holds it after
+// sampleHistogram: lane l has bins B-1-P*l-q, q < P (B = sampleBins, P =
+// B/32, the top bins in lane 0), and est[q], the row count estimated at or
+// above bin B-1-P*l-q's lower edge.
+type sampleHist struct {
+	t       *topk
+	smp     *sample
+	est     []ptx.Reg // f32, P of them
+	lo, w   ptx.Reg   // f32: the range's least value and a bin's width
+	n       ptx.Reg   // f32: the row's length, the count at or above lo
+	perLane int
+}
+
+// sampleHistogram counts the sample into sampleBins equal bins of its
+// range [min, max] in shared memory (a bin per value, NaN and values at
+// max in the top one, -Inf, which stands for no sample, in none), past a
+// barrier, then takes the counts at or above each bin's lower edge in
+// every warp: a warp scan of the bins from the top, the same in every
+// warp, so that no second barrier is needed. The counts are exact, so the
+// estimate, like its output, does not depend on the order of the adds.
+func (t *topk) sampleHistogram(smp *sample) *sampleHist {
+	e := t.e
+	B := int64(sampleBins)
+	P := sampleBins / warpSize
+	h := &sampleHist{t: t, smp: smp, lo: smp.rng.min, w: t.f32(), n: t.f32(), perLane: P}
+	e.Cvt(h.n, t.n)
+	width, inv := t.f32(), t.f32()
+	e.Sub(width, smp.rng.max, smp.rng.min)
+	e.Mul(h.w, width, ptx.Float(1/float32(B)))
+	e.Div(inv, ptx.Float(float32(B)), width) // +Inf where every value is equal: all go to the top bin
+	for _, v := range smp.vals {
+		// max.f32 takes 0 over NaN; min, B-1 over +Inf.
+		f := t.f32()
+		e.Sub(f, v, smp.rng.min)
+		e.Mul(f, f, inv)
+		e.Max(f, f, ptx.Float(0))
+		e.Min(f, f, ptx.Float(float32(B-1)))
+		bin := t.u32()
+		e.Cvt(bin, f)
+		e.Selp(bin, ptx.Imm(B-1), bin, t.setp(ptx.GEU, v, smp.rng.max))
+		e.Guarded(t.setp(ptx.GEU, v, smp.rng.min), func() {
+			e.Red(ptx.SpaceShared, "add", ptx.U32, t.smem.elem(t.sampleHist, bin, 4), ptx.Imm(1))
+		})
+	}
+	t.sync()
+	// My bins, from the top: B-1-P*lane down to B-P*(lane+1).
+	top := t.u32()
+	e.Mul(top, t.lane, ptx.Imm(int64(P)))
+	e.Sub(top, ptx.Imm(B-1), top)
+	at := t.smem.elem(t.sampleHist, top, 4)
+	cnt := make([]ptx.Reg, P)
+	sum := t.constU32(0)
+	for q := range P {
+		cnt[q] = t.u32()
+		e.Ld(ptx.SpaceShared, cnt[q], ptx.At(at.Base, at.Off-int64(4*q)))
+		e.Add(sum, sum, cnt[q])
+	}
+	// atOrAbove: the samples in my bins and every bin above them.
+	atOrAbove := t.warpInclusiveScan(sum)
+	h.est = make([]ptx.Reg, P)
+	for q := P - 1; q >= 0; q-- {
+		c := t.u32()
+		e.Mov(c, atOrAbove)
+		h.est[q] = t.f32()
+		e.Cvt(h.est[q], c)
+		e.Mul(h.est[q], h.est[q], smp.scale)
+		e.Sub(atOrAbove, atOrAbove, cnt[q])
+	}
+	return h
+}
+
+// bracket is the two neighbouring bin edges whose estimated counts
+// enclose the count x: lo the highest edge with an estimate of at least
+// x (the range's least value, counted as the whole row, if none), hi the
+// next (the range's largest value, counted as half an element: below one
+// element, and log stays finite). The same in every thread.
+func (h *sampleHist) bracket(x ptx.Reg) guess {
+	t, e := h.t, h.t.e
+	B := int64(sampleBins)
+	P := int64(h.perLane)
+	// The edges at or below x's are those whose estimate is at least x:
+	// the estimates descend from the bottom edge up.
+	m := t.constU32(0)
+	for q := range h.perLane {
+		bal, c := t.u32(), t.u32()
+		e.VoteBallot(bal, t.setp(ptx.GE, h.est[q], x), ptx.Imm(fullMask))
+		e.Popc(c, bal)
+		e.Add(m, m, c)
+	}
+	b := t.u32()
+	e.Max(m, m, ptx.Imm(1))
+	e.Sub(b, m, ptx.Imm(1))
+	// estAt(i) is the estimate at bin i's lower edge (i < B), which lane
+	// (B-1-i)/P holds as its est[(B-1-i)%P].
+	estAt := func(i ptx.Reg) ptx.Reg {
+		r, lane, q := t.u32(), t.u32(), t.u32()
+		e.Sub(r, ptx.Imm(B-1), i)
+		e.Div(lane, r, ptx.Imm(P))
+		e.Rem(q, r, ptx.Imm(P))
+		mine := t.f32()
+		e.Mov(mine, h.est[0])
+		for j := 1; j < h.perLane; j++ {
+			e.Selp(mine, h.est[j], mine, t.setp(ptx.EQ, q, ptx.Imm(int64(j))))
+		}
+		out := t.f32()
+		e.Shfl(ptx.ShflIdx, out, mine, lane, ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+		return out
+	}
+	g := guess{lo: t.f32(), cntLo: estAt(b), hi: t.f32(), cntHi: t.f32()}
+	e.Selp(g.cntLo, h.n, g.cntLo, t.setp(ptx.EQ, b, ptx.Imm(0)))
+	next := t.u32()
+	e.Add(next, b, ptx.Imm(1))
+	last := t.setp(ptx.EQ, next, ptx.Imm(B))
+	nextIn := t.u32()
+	e.Min(nextIn, next, ptx.Imm(B-1))
+	e.Mov(g.cntHi, estAt(nextIn))
+	e.Selp(g.cntHi, ptx.Float(0.5), g.cntHi, last)
+	e.Max(g.cntHi, g.cntHi, ptx.Float(0.5))
+	fb, fn := t.f32(), t.f32()
+	e.Cvt(fb, b)
+	e.Cvt(fn, next)
+	e.Mad(g.lo, fb, h.w, h.lo)
+	e.Mad(g.hi, fn, h.w, h.lo)
+	e.Selp(g.hi, h.smp.rng.max, g.hi, last)
+	return g
 }
 
 // newGuess allocates a guess's registers.
