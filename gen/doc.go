@@ -51,7 +51,10 @@
 //     decode's early layers overlap their previous step by 1.5%), so the
 //     other point the first pass counts is a row sample's estimate, as in
 //     the fallback, its loads overlapping the prediction's, aimed nearer K
-//     where the sample is dense.
+//     where the sample is dense: two rounds of four points counted over
+//     the sample. The fallback, with no predicted minimum to count, takes
+//     its points from the sample's histogram of 64 bins instead, each
+//     interpolated between the two bin edges that bracket its count.
 //   - Phase 2 (threshold search) counts two thresholds in its first pass and
 //     keeps the one in [K, MaxCandidates] with the fewest candidates; later
 //     passes follow a log-count secant (tail counts fall exponentially, which
