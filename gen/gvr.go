@@ -141,7 +141,7 @@ type topkShared struct {
 	reduce     region                     // block reductions of up to four values
 	p1         *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	sampleTop  region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
-	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (GVR pipeline only: sampleHistogram)
+	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (the fallback kernels only: sampleHistogram)
 	split      region                     // how many candidates Phase 4 selects from, and the sure ones after them (Config.SureSet)
 	cand       struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
 	stage      *staging                   // sorted output only
