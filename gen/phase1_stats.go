@@ -227,15 +227,25 @@ func (t *topk) sampleGuess(g guess, smp *sample) {
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
 	t.estimateThreshold(smp, g, pts, predRounds)
+	// Every point from the target's bracket.
+	t.firstPoints(g, func(ptx.Reg) guess { return g })
+}
+
+// firstPoints sets the points the first pass counts: the ones whose
+// estimated counts are 1 and 1.6 times g's target and, with the sure set,
+// the sure threshold, each by the log-count secant within bracket(its
+// count).
+func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
+	e := t.e
 	for i, f := range []float64{1, 1.6} {
 		x := t.f32()
 		e.Mul(x, g.target, ptx.Float(float32(f)))
-		t.logSecant(g.first[i], g, x, false, ptx.Pred{})
+		t.logSecant(g.first[i], bracket(x), x, false, ptx.Pred{})
 	}
 	if t.cfg.SureSet {
 		sure := t.f32()
 		e.Mov(sure, ptx.Float(float32(sureShare*float64(t.cfg.K))))
-		t.logSecant(g.sure, g, sure, false, ptx.Pred{})
+		t.logSecant(g.sure, bracket(sure), sure, false, ptx.Pred{})
 	}
 }
 
@@ -254,23 +264,18 @@ func (t *topk) histogramGuess(g guess, smp *sample) {
 	e.Mov(g.target, smp.target)
 	t.storeSampleTop(smp)
 	h := t.sampleHistogram(smp)
-	for i, f := range []float64{1, 1.6} {
-		x := t.f32()
-		e.Mul(x, g.target, ptx.Float(float32(f)))
+	anchors := true // the first bracket, the target's, is Phase 2's anchors
+	t.firstPoints(g, func(x ptx.Reg) guess {
 		b := h.bracket(x)
-		if i == 0 {
+		if anchors {
 			e.Mov(g.lo, b.lo)
 			e.Mov(g.cntLo, b.cntLo)
 			e.Mov(g.hi, b.hi)
 			e.Mov(g.cntHi, b.cntHi)
+			anchors = false
 		}
-		t.logSecant(g.first[i], b, x, false, ptx.Pred{})
-	}
-	if t.cfg.SureSet {
-		sure := t.f32()
-		e.Mov(sure, ptx.Float(float32(sureShare*float64(t.cfg.K))))
-		t.logSecant(g.sure, h.bracket(sure), sure, false, ptx.Pred{})
-	}
+		return b
+	})
 }
 
 // storeSampleTop keeps the sample's largest value's key, from which Phase
