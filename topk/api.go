@@ -52,6 +52,15 @@ type Config struct {
 	// results, without the gap between the kernels, on a stream and in a
 	// captured graph (perf notes 111).
 	DependentLaunch bool
+	// AlwaysPredict runs a GVR kernel on every step that has a prediction.
+	// Without it, a predicted step runs the fallback kernel of the same
+	// shape where the device's tuning measured that faster (Tuning.Fallback:
+	// on the paper's synthetic rows and static prediction, the row sample's
+	// estimate lands the first pass as well as the prediction, whose
+	// gathers cost Phase 1 time; perf notes 116). Set it to measure the
+	// prediction (gvrbench -replay), or where the rows' predictions are
+	// much closer than that workload's (the fallback is exact either way).
+	AlwaysPredict bool
 
 	// Kernel tuning (gen.Config); 0 means the default: MaxCandidates
 	// max(3K, 1024), BlockSize 512, Bins 2048, the generator's Unroll.
@@ -189,8 +198,9 @@ type Result struct {
 	Counts  *runtime.Buffer // int32 [MaxRows]: min(K, n) per row; nil unless Config.Counts
 	Pages   *runtime.Buffer // the batch's Pages (the fused page-table output), or nil
 	// Predicted says the kernel had the layer's previous indices as its
-	// prediction; false on a layer's first step, which runs the fallback
-	// kernel.
+	// prediction; false where the fallback kernel ran: on a layer's first
+	// step, with Batch.NoPrediction, and where the device's tuning runs it
+	// on predicted steps too (Config.AlwaysPredict).
 	Predicted bool
 	// Kernel is the kernel that ran (gvr_topk, topk_fallback,
 	// gvr_topk_cluster or topk_fallback_cluster), and Cluster, for the

@@ -184,55 +184,66 @@ func TestAdversarialCluster(t *testing.T) {
 // picks clusters of each size, with the keep and without: every step runs
 // the kernel Choice names (Result.Kernel, Result.Cluster, Result.KeepOver),
 // first without a prediction, then with
-// the layer's previous step, and every row is exact.
+// the layer's previous step, and every row is exact. With
+// Config.AlwaysPredict the predicted step runs the GVR kernel of the same
+// shape (where the tuning runs the fallback on predicted rows too, the
+// fallback's shape: Tuning.Fallback).
 func TestSelectorChoice(t *testing.T) {
 	d := gpu(t)
 	const maxRows = 16
-	sel, err := NewSelector(Config{MaxRows: maxRows, Layers: 1, Values: true, Device: d})
-	must(t, err)
-	defer sel.Close()
-	k := sel.Config().K
 	seen := map[string]bool{}
-	rng := rand.New(rand.NewPCG(4, 4))
-	for _, rows := range []int{1, 2, 8, 16} {
-		for _, n := range []int{8192, 40000, 65536, 131075, 262144, 600000} {
-			x := make([][]float32, rows)
-			host := make([]float32, rows*n)
-			lengths := make([]int32, rows)
-			for r := range rows {
-				x[r] = scoresRow(rng, n-r)
-				copy(host[r*n:], x[r])
-				lengths[r] = int32(len(x[r]))
-			}
-			scores := alloc(t, d, 4*len(host))
-			must(t, runtime.Upload(scores, host))
-			must(t, sel.Reset())
-			for step := range 2 {
-				res, err := sel.Select(0, Batch{Scores: scores, Stride: n, Rows: rows, Lengths: lengths}, nil)
-				must(t, err)
-				name, c, keep, sure := Choice(d.Info(), rows, n, step == 1)
-				if res.Kernel != name || res.Cluster != c || res.KeepOver != keep || res.SureSet != sure {
-					t.Errorf("rows %d, N %d, step %d: ran %s (cluster %d, keep %v, sure set %v), Choice says %s (cluster %d, keep %v, sure set %v)",
-						rows, n, step, res.Kernel, res.Cluster, res.KeepOver, res.SureSet, name, c, keep, sure)
-				}
-				ran := fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)
-				if res.KeepOver {
-					ran += "+keep"
-				}
-				if res.SureSet {
-					ran += "+sure"
-				}
-				seen[ran] = true
-				idx, vals := readResult(t, res)
+	for _, always := range []bool{false, true} {
+		sel, err := NewSelector(Config{MaxRows: maxRows, Layers: 1, Values: true, AlwaysPredict: always, Device: d})
+		must(t, err)
+		k := sel.Config().K
+		rng := rand.New(rand.NewPCG(4, 4))
+		for _, rows := range []int{1, 2, 8, 16} {
+			for _, n := range []int{8192, 40000, 65536, 131075, 262144, 600000} {
+				x := make([][]float32, rows)
+				host := make([]float32, rows*n)
+				lengths := make([]int32, rows)
 				for r := range rows {
-					want, _ := Reference(x[r], k, false)
-					if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
-						t.Fatalf("rows %d, N %d, step %d (%s, cluster %d): row %d: %v", rows, n, step, res.Kernel, res.Cluster, r, err)
+					x[r] = scoresRow(rng, n-r)
+					copy(host[r*n:], x[r])
+					lengths[r] = int32(len(x[r]))
+				}
+				scores := alloc(t, d, 4*len(host))
+				must(t, runtime.Upload(scores, host))
+				must(t, sel.Reset())
+				for step := range 2 {
+					res, err := sel.Select(0, Batch{Scores: scores, Stride: n, Rows: rows, Lengths: lengths}, nil)
+					must(t, err)
+					name, c, keep, sure := Choice(d.Info(), rows, n, step == 1)
+					if always && step == 1 {
+						name = strings.Replace(name, "topk_fallback", "gvr_topk", 1)
+					}
+					if res.Kernel != name || res.Cluster != c || res.KeepOver != keep || res.SureSet != sure {
+						t.Errorf("always predict %v, rows %d, N %d, step %d: ran %s (cluster %d, keep %v, sure set %v), Choice says %s (cluster %d, keep %v, sure set %v)",
+							always, rows, n, step, res.Kernel, res.Cluster, res.KeepOver, res.SureSet, name, c, keep, sure)
+					}
+					if res.Predicted != strings.HasPrefix(res.Kernel, "gvr_topk") {
+						t.Errorf("rows %d, N %d, step %d: %s ran, Predicted = %v", rows, n, step, res.Kernel, res.Predicted)
+					}
+					ran := fmt.Sprintf("%s/%d", res.Kernel, res.Cluster)
+					if res.KeepOver {
+						ran += "+keep"
+					}
+					if res.SureSet {
+						ran += "+sure"
+					}
+					seen[ran] = true
+					idx, vals := readResult(t, res)
+					for r := range rows {
+						want, _ := Reference(x[r], k, false)
+						if err := checkRow(x[r], want, idx[r*k:(r+1)*k], vals[r*k:(r+1)*k], false); err != nil {
+							t.Fatalf("always predict %v, rows %d, N %d, step %d (%s, cluster %d): row %d: %v", always, rows, n, step, res.Kernel, res.Cluster, r, err)
+						}
 					}
 				}
+				must(t, scores.Free())
 			}
-			must(t, scores.Free())
 		}
+		must(t, sel.Close())
 	}
 	t.Logf("%s: kernels run: %v", d.Info().Name, slices.Sorted(maps.Keys(seen)))
 	if d.Info().Major >= 9 && !seen["gvr_topk_cluster/8"] && !seen["gvr_topk_cluster/16"] {
@@ -416,7 +427,9 @@ func testSelectWindows(t *testing.T, stride int) {
 	starts := []int32{0, 1, 5000, int32(stride) - 1001, 30000, 100}
 	ends := []int32{int32(stride), int32(stride) - 1, 9000, int32(stride), 30000, 2148}
 	rows := len(starts)
-	sel, err := NewSelector(Config{MaxRows: rows, Values: true, Device: d})
+	// AlwaysPredict: step 1 runs a GVR kernel even where the device's
+	// tuning would run the fallback, so the windows meet the prediction.
+	sel, err := NewSelector(Config{MaxRows: rows, Values: true, AlwaysPredict: true, Device: d})
 	must(t, err)
 	defer sel.Close()
 	k := sel.Config().K

@@ -15,10 +15,14 @@ import (
 
 // step is what the selector knows of a step when it picks the kernel.
 type step struct {
-	rows      int    // rows in the batch
-	n         int    // the longest row: the stride, or the longest host length
-	predicted bool   // the layer's previous indices are there to guide it
-	device    device // the device it runs on
+	rows      int  // rows in the batch
+	n         int  // the longest row: the stride, or the longest host length
+	predicted bool // the layer's previous indices are there to guide it
+	// alwaysPredict runs the GVR kernels on every predicted step, even
+	// where the device's tuning measured the fallback faster
+	// (Config.AlwaysPredict).
+	alwaysPredict bool
+	device        device // the device it runs on
 }
 
 // device is what the choice needs to know of a device.
@@ -50,26 +54,31 @@ const (
 
 // choose picks the kernel for a step, a pure function of the step, so the
 // choice is unit-tested without a GPU. A layer's first step has no
-// prediction and runs a fallback kernel; the others gvr_topk. Whether a
-// row takes one CTA or a cluster of C, and C, comes from the device's
-// Tuning (measured by gvrbench -tune, kept in tuning/ per GPU model), or
-// for a GPU without one from defaultCluster.
+// prediction and runs a fallback kernel; the others a GVR kernel, but
+// where the device's Tuning measured the fallback of the same shape
+// faster on predicted rows (Tuning.Fallback), the fallback: there the
+// row sample's estimate lands the first pass as well as the prediction
+// does, and the prediction's gathers cost Phase 1 time (perf notes 115,
+// 116). Whether a row takes one CTA or a cluster of C, and C, comes from
+// the device's Tuning (measured by gvrbench -tune, kept in tuning/ per GPU
+// model), or for a GPU without one from defaultCluster.
 func choose(s step) choice {
-	c, keep := 0, false
+	c, keep, fallback := 0, false, false
 	if s.device.clusters {
 		if t := s.device.tuning; t != nil {
-			c, keep = t.cluster(s.rows, s.n)
+			c, keep, fallback = t.choice(s.rows, s.n)
 		} else {
 			c = defaultCluster(s)
 		}
 	}
+	predict := s.predicted && (!fallback || s.alwaysPredict)
 	sure := sureSet(s.n, c)
 	switch {
-	case c > 0 && s.predicted:
+	case c > 0 && predict:
 		return choice{kernelGVRCluster, c, keep, sure}
 	case c > 0:
 		return choice{kernelFallbackCluster, c, keep, sure}
-	case s.predicted:
+	case predict:
 		return choice{kernelGVR, 0, false, sure}
 	}
 	return choice{kernelFallback, 0, false, sure}
@@ -109,11 +118,16 @@ func defaultCluster(s step) int {
 // the cluster size of gvr_topk_cluster chosen for Batches[i] rows of Ns[j]
 // elements, or 0 for gvr_topk (one CTA per row), and Keep[i][j] (if Keep
 // is there) whether that cluster kernel keeps which vectors of a long
-// row's excess hold high elements (gen.Config.KeepOver), each from cold-L2 and
-// graph-replayed medians in one gvrbench -tune run (MedianUS: the
-// choice's cold one). The choice is the fewest SMs whose worse mode (its
-// median over the fastest's, in the worse of the two) is within 2% of the
-// best (gvrbench's tuneMargin), without the keep where both are.
+// row's excess hold high elements (gen.Config.KeepOver), and
+// Fallback[i][j] (if Fallback is there) whether a predicted step runs the
+// fallback kernel of that shape instead of the GVR one, each from cold-L2
+// and graph-replayed medians in one gvrbench -tune run (MedianUS: the
+// choice's cold one; with the paper's synthetic rows and static
+// prediction). The choice is the fewest SMs whose worse mode (its median
+// over the fastest's, in the worse of the two) is within 2% of the best
+// (gvrbench's tuneMargin), without the keep where both are, and with the
+// prediction unless the fallback of the same shape beats it by more than
+// the margin in both modes.
 type Tuning struct {
 	Device   string      `json:"device"`  // the GPU's name as the driver reports it
 	Command  string      `json:"command"` // the gvrbench command that measured it
@@ -121,18 +135,19 @@ type Tuning struct {
 	Batches  []int       `json:"batches"` // ascending
 	Ns       []int       `json:"ns"`      // ascending
 	Cluster  [][]int     `json:"cluster"`
-	Keep     [][]bool    `json:"keep,omitempty"` // nil: no keep anywhere
+	Keep     [][]bool    `json:"keep,omitempty"`     // nil: no keep anywhere
+	Fallback [][]bool    `json:"fallback,omitempty"` // nil: the prediction everywhere
 	MedianUS [][]float64 `json:"median_us"`
 }
 
-// cluster is the measured choice for rows rows of n elements: that of the
+// choice is the measured choice for rows rows of n elements: that of the
 // smallest measured batch and row length at least as large (the largest
 // where none is).
-func (t *Tuning) cluster(rows, n int) (c int, keep bool) {
+func (t *Tuning) choice(rows, n int) (c int, keep, fallback bool) {
 	i, _ := slices.BinarySearch(t.Batches, rows)
 	j, _ := slices.BinarySearch(t.Ns, n)
 	i, j = min(i, len(t.Batches)-1), min(j, len(t.Ns)-1)
-	return t.Cluster[i][j], t.Keep != nil && t.Keep[i][j]
+	return t.Cluster[i][j], t.Keep != nil && t.Keep[i][j], t.Fallback != nil && t.Fallback[i][j]
 }
 
 // Check reports what makes t unusable.
@@ -167,6 +182,14 @@ func (t *Tuning) Check() error {
 			if k && t.Cluster[i][j] == 0 {
 				return fmt.Errorf("tuning for %s: batch %d, N %d keeps without a cluster", t.Device, t.Batches[i], t.Ns[j])
 			}
+		}
+	}
+	if t.Fallback != nil && len(t.Fallback) != len(t.Batches) {
+		return fmt.Errorf("tuning for %s: %d rows of fallbacks for %d batches", t.Device, len(t.Fallback), len(t.Batches))
+	}
+	for i, row := range t.Fallback {
+		if len(row) != len(t.Ns) {
+			return fmt.Errorf("tuning for %s: batch %d has %d fallbacks for %d row lengths", t.Device, t.Batches[i], len(row), len(t.Ns))
 		}
 	}
 	return nil
@@ -218,7 +241,10 @@ func TuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
 
 // Choice is the kernel a Selector picks for rows rows of at most n
 // elements on the device info describes, with a prediction (the layer's
-// previous step) or without: its name, and for a cluster kernel the
+// previous step) or without (with one, the fallback where the device's
+// Tuning measured it faster: Tuning.Fallback; a Selector with
+// Config.AlwaysPredict takes the GVR kernel of the same shape): its name,
+// and for a cluster kernel the
 // cluster size (0 otherwise), whether it keeps which vectors of a long
 // row's excess hold high elements, and whether it sets apart the
 // candidates sure to be in the Top-K (ChoiceConfig).

@@ -4,8 +4,9 @@ import "testing"
 
 func TestChoose(t *testing.T) {
 	tuned := &Tuning{Device: "Test GPU", Batches: []int{1, 8, 64}, Ns: []int{8192, 65536, 262144, 1 << 20},
-		Cluster: [][]int{{0, 8, 16, 16}, {0, 8, 8, 16}, {0, 0, 0, 8}},
-		Keep:    [][]bool{{false, false, false, false}, {false, false, false, true}, {false, false, false, true}}}
+		Cluster:  [][]int{{0, 8, 16, 16}, {0, 8, 8, 16}, {0, 0, 0, 8}},
+		Keep:     [][]bool{{false, false, false, false}, {false, false, false, true}, {false, false, false, true}},
+		Fallback: [][]bool{{false, false, false, false}, {true, true, false, false}, {false, false, false, true}}}
 	if err := tuned.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +29,13 @@ func TestChoose(t *testing.T) {
 		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0, false, true}},
 		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false}},
 		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false}},
+		// Where the table runs the fallback on predicted steps: the
+		// fallback of the choice's shape, or with alwaysPredict the GVR one.
+		{step{rows: 8, n: 8192, predicted: true, device: h}, choice{kernelFallback, 0, false, true}},
+		{step{rows: 8, n: 8192, predicted: true, alwaysPredict: true, device: h}, choice{kernelGVR, 0, false, true}},
+		{step{rows: 4, n: 65536, predicted: true, device: h}, choice{kernelFallbackCluster, 8, false, true}},
+		{step{rows: 4, n: 65536, predicted: true, alwaysPredict: true, device: h}, choice{kernelGVRCluster, 8, false, true}},
+		{step{rows: 64, n: 1 << 20, predicted: true, device: h}, choice{kernelFallbackCluster, 8, true, false}},
 		// No prediction: the fallback twins.
 		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8, false, true}},
 		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0, false, true}},
@@ -80,6 +88,8 @@ func TestTunings(t *testing.T) {
 		{Device: "x", Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{0}}, Keep: [][]bool{{true}}},
 		{Device: "x", Batches: []int{1}, Ns: []int{1, 2}, Cluster: [][]int{{8, 8}}, Keep: [][]bool{{true}}},
 		{Device: "x", Batches: []int{1, 2}, Ns: []int{1}, Cluster: [][]int{{8}, {8}}, Keep: [][]bool{{true}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1, 2}, Cluster: [][]int{{8, 8}}, Fallback: [][]bool{{true}}},
+		{Device: "x", Batches: []int{1, 2}, Ns: []int{1}, Cluster: [][]int{{8}, {8}}, Fallback: [][]bool{{true}}},
 	}
 	for _, tu := range bad {
 		if tu.Check() == nil {

@@ -117,7 +117,7 @@ func (s *Selector) choices() []choice {
 	for rows := 1; ; rows = min(2*rows, s.cfg.MaxRows) {
 		for n := 1024; n <= 1<<30; n *= 2 {
 			for _, p := range []bool{true, false} {
-				if c := choose(step{rows: rows, n: n, predicted: p, device: s.device}); !seen[c] {
+				if c := choose(step{rows: rows, n: n, predicted: p, alwaysPredict: s.cfg.AlwaysPredict, device: s.device}); !seen[c] {
 					seen[c] = true
 					out = append(out, c)
 				}
@@ -266,13 +266,15 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 			n = max(n, int(m)) // with NextN, a sequence's length is its longest row's
 		}
 	}
-	predicted := l.primed && !b.NoPrediction
-	c := choose(step{rows: b.Rows, n: n, predicted: predicted, device: s.device})
+	sp := step{rows: b.Rows, n: n, predicted: l.primed && !b.NoPrediction, alwaysPredict: s.cfg.AlwaysPredict, device: s.device}
+	c := choose(sp)
 	kern := s.kernels[c]
 	if kern == nil { // a cluster kernel that cfg leaves no room for: one CTA per row
-		c = choose(step{rows: b.Rows, n: n, predicted: predicted})
+		sp.device = device{}
+		c = choose(sp)
 		kern = s.kernels[c]
 	}
+	predicted := c.name == kernelGVR || c.name == kernelGVRCluster
 	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Counts: l.counts,
 		Pages: b.Pages, Predicted: predicted, Kernel: c.name, Cluster: c.cluster, KeepOver: c.keep, SureSet: c.sure}
 	if b.Rows == 0 {

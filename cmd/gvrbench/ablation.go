@@ -33,11 +33,17 @@ var ablationModes = []struct {
 }
 
 // ablation runs every prediction mode through gvr_topk and through the
-// kernel a Selector picks for one row of this length.
+// GVR kernel of the shape a Selector picks for one row of this length
+// (where its tuning runs the fallback on predicted rows, the GVR kernel of
+// the fallback's shape: the ablation measures the prediction).
 func (b *bencher) ablation() error {
 	k := b.o.k
 	info := b.dev.Info()
-	choice, c, keep, sure := topk.Choice(info, 1, b.o.replayN+b.o.steps, true)
+	_, c, keep, sure := topk.Choice(info, 1, b.o.replayN+b.o.steps, true)
+	choice := "gvr_topk"
+	if c > 0 {
+		choice = "gvr_topk_cluster"
+	}
 	type kernel struct {
 		name       string
 		cluster    int

@@ -13,7 +13,8 @@
 //	cgvrC     gvr_topk_cluster, one row per cluster of C CTAs, for each -cluster size C
 //	cfallbackC topk_fallback_cluster likewise
 //	floorC    cluster_read: the row read once into a cluster of C, nothing else
-//	auto      the kernel a Selector picks for the batch and N (topk.Choice)
+//	auto      the kernel a Selector picks for the batch and N (topk.Choice),
+//	          with the static prior where it picks a GVR kernel
 //
 // and, beside each kernel (but the floors), with -scores f16,bf16 the same
 // kernel on rows of 16-bit scores (columns gvr.f16, gvr.bf16: the float32
@@ -53,7 +54,9 @@
 //	gvrbench -kernels auto -scores f32,bf16,f16 -pages 64   what 16-bit rows save and the fused
 //	                                  page-table output costs, beside the plain kernel
 //	gvrbench -tune h100.json -cluster 2,4,8,16 -batch 1,2,4,8,16,32,64 -n 8192,...,2097152 -keep-over
-//	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU)
+//	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU):
+//	                                  each GVR kernel beside its fallback, which the table
+//	                                  may run on predicted rows too (topk.Tuning.Fallback)
 //	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector
 //	gvrbench -trace x.npy             replay a saved decode trace (topk.LoadTrace)
 //	gvrbench -ablation                the paper's ablation (no, random, static, previous-step
@@ -81,7 +84,7 @@
 // take 9.2 us there.
 //
 // A replay runs each step through a topk.Selector with the instrumented
-// kernels, each step's output the next one's prediction, checks every
+// kernels and topk.Config.AlwaysPredict (it measures the prediction), each step's output the next one's prediction, checks every
 // output against the reference, and prints per source the measured overlap
 // of consecutive steps (alpha), how often Phase 2 settled in one, two or
 // three passes, the candidates, the paths, the phase times and the median

@@ -28,7 +28,7 @@ var kernelDocs = map[string]string{
 	"floor":     "cluster_read: the row read once into a cluster's shared memory and nothing else, for each -cluster size (columns floorC): the floor of a cluster kernel (sm_90+)",
 	"cgvr":      "gvr_topk_cluster with the static prior, one row per cluster, for each -cluster size (columns cgvrC; sm_90+); the Selector's configuration",
 	"cfallback": "topk_fallback_cluster: no prediction, one row per cluster, for each -cluster size (columns cfallbackC; sm_90+)",
-	"auto":      "the kernel a Selector picks for the batch and N (topk.Choice: gvr_topk, or gvr_topk_cluster with the tuned cluster size), with the static prior",
+	"auto":      "the kernel a Selector picks for the batch and N (topk.Choice: gvr_topk, or gvr_topk_cluster with the tuned cluster size, or their fallback where the tuning runs it on predicted rows), with the static prior",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -93,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed of the synthetic scores")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
 	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm, graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
-	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, -batch and -n (cold and graph-replayed), and write the choice per batch and N to `file`: the fewest SMs whose worse mode (its median over the fastest's) is within 2% of the best (topk.Tuning JSON; topk/tuning/ keeps one per GPU); with -from, the choice of a saved -tune run's report (-o)")
+	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, each beside its fallback (topk_fallback, topk_fallback_cluster), for every -batch and -n (cold and graph-replayed), and write the choice per batch and N to `file`: the fewest SMs whose worse mode (its median over the fastest's) is within 2% of the best, with the prediction unless the fallback of that shape beats it by more than 2% in both modes (topk.Tuning JSON; topk/tuning/ keeps one per GPU); with -from, the choice of a saved -tune run's report (-o)")
 	fs.BoolVar(&o.phases, "phases", true, "per-phase breakdown from the instrumented kernels")
 	fs.BoolVar(&o.phasesWarm, "phases-warm", false, "take the per-phase breakdown warm (after one untimed launch, no L2 flush before each) instead of cold: what a cold row's misses add to each step")
 	fs.BoolVar(&o.values, "values", false, "also write the selected values")
@@ -181,16 +181,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	o.seed = *seed
 	if o.tune != "" {
 		// The kernels the selector generates (topk.ChoiceConfig): the
-		// cluster kernels with mbarrier rounds.
-		o.kernels = []string{"gvr"}
+		// cluster kernels with mbarrier rounds; each GVR kernel beside
+		// its fallback, which the selector may run on predicted steps
+		// too (topk.Tuning.Fallback).
+		o.kernels = []string{"gvr", "fallback"}
 		for _, c := range o.clusters {
-			k := fmt.Sprintf("cgvr%d", c)
-			if topk.ChoiceConfig(gen.Config{}, c, false, false).MbarrierRounds {
-				k += "+mbar"
-			}
-			o.kernels = append(o.kernels, k)
-			if o.keep {
-				o.kernels = append(o.kernels, k+"+keep")
+			for _, prefix := range []string{"cgvr", "cfallback"} {
+				k := fmt.Sprintf("%s%d", prefix, c)
+				if topk.ChoiceConfig(gen.Config{}, c, false, false).MbarrierRounds {
+					k += "+mbar"
+				}
+				o.kernels = append(o.kernels, k)
+				if o.keep {
+					o.kernels = append(o.kernels, k+"+keep")
+				}
 			}
 		}
 		o.cold, o.hot, o.graph, o.phases = true, false, true, false
@@ -548,7 +552,8 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	K := uint64(b.o.k)
 	prefix, _ := clusterOf(col.kernel)
 	switch {
-	case col.kernel == "gvr" || col.kernel == "auto" || prefix == "cgvr":
+	case col.kernel == "gvr" || prefix == "cgvr",
+		col.kernel == "auto" && k.Contract.Param("pred") != nil: // not where the selector picks a fallback
 		a.Set("pred", d.prior.Ptr()).Set("pred_stride", K).Set("pred_count", K)
 	case col.kernel == "feedback": // its own previous output
 		a.Set("pred", d.out[name].Ptr()).Set("pred_stride", K).Set("pred_count", K)

@@ -69,7 +69,9 @@ func (b *bencher) replay(src replaySource) (Replay, error) {
 	k := b.o.k
 	rep := Replay{Source: src.name, Steps: src.steps, Rows: src.rows, MinN: math.MaxInt}
 	cfg := b.o.selectorConfig()
-	cfg.MaxRows, cfg.Instrument, cfg.Device = src.rows, true, b.dev
+	// AlwaysPredict: the replay measures the prediction, also where the
+	// selector's tuning would run the fallback.
+	cfg.MaxRows, cfg.Instrument, cfg.Device, cfg.AlwaysPredict = src.rows, true, b.dev, true
 	sel, err := topk.NewSelector(cfg)
 	if err != nil {
 		return rep, err

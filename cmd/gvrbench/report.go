@@ -337,65 +337,100 @@ const tuneMargin = 0.02
 
 // tuning is the kernel choice rep measured (a -tune run): per batch and
 // N, the cluster size of a gvr_topk_cluster column (cgvrC), or 0 for
-// gvr_topk, and whether it keeps a long row's excess's high vectors (a +keep column),
-// by cold and graph-replayed medians under tuneMargin: the fewest SMs, and
-// among the same SMs no keep before the keep, which counts only where it
-// beats its cluster size without it by more than the margin in both
-// modes. The table keeps the choice's cold median, and a keep grid only
-// where some cell takes it.
+// gvr_topk, whether it keeps a long row's excess's high vectors (a +keep
+// column), and whether a predicted step runs the fallback of that shape
+// instead (fallback, cfallbackC: the prediction unused), by cold and
+// graph-replayed medians under tuneMargin: the fewest SMs, among the same
+// SMs no keep before the keep and the prediction before the fallback. The
+// keep counts only where it beats its kernel and cluster size without it,
+// and the fallback only where it beats the GVR kernel of its cluster size
+// (with the keep or without, whichever is faster), by more than the margin
+// in both modes. The table keeps the choice's cold median, and a keep or
+// fallback grid only where some cell takes it.
 func tuning(rep *Report) (*topk.Tuning, error) {
 	t := &topk.Tuning{Device: rep.Device.Name, Command: rep.Command, Date: rep.Start.Format("2006-01-02"),
 		Batches: rep.batches(), Ns: rep.ns()}
 	type option struct {
-		cluster     int // 0: gvr_topk
-		keep        bool
-		cold, graph float64
+		cluster        int // 0: one CTA per row
+		keep, fallback bool
+		cold, graph    float64
 	}
-	anyKeep := false
+	anyKeep, anyFallback := false, false
 	for _, b := range t.Batches {
 		var cs []int
-		var ks []bool
+		var ks, fs []bool
 		var us []float64
 		for _, n := range t.Ns {
-			opts := []option{{0, false, rep.median(b, n, "cold", "gvr"), rep.median(b, n, "graph", "gvr")}}
+			opts := []option{{0, false, false, rep.median(b, n, "cold", "gvr"), rep.median(b, n, "graph", "gvr")}}
 			if opts[0].cold <= 0 || opts[0].graph <= 0 {
 				return nil, fmt.Errorf("tuning: no cold and graph timings of gvr at batch %d, N %d", b, n)
 			}
 			for _, k := range rep.Kernels {
-				// gvr_topk_cluster on float32 rows writing indices only,
-				// with or without mbarrier rounds (-tune measures one),
-				// with or without the keep.
+				// The selector's kernels on float32 rows writing indices
+				// only, with or without mbarrier rounds (-tune measures
+				// one), with or without the keep.
 				col := parseColumn(k)
-				prefix, size := clusterOf(col.kernel)
-				if prefix != "cgvr" || col.scores != topk.Float32 || col.pages {
+				if col.scores != topk.Float32 || col.pages || col.sure {
 					continue
 				}
-				o := option{size, col.keep, rep.median(b, n, "cold", k), rep.median(b, n, "graph", k)}
+				prefix, size := clusterOf(col.kernel)
+				var o option
+				switch {
+				case col.kernel == "fallback":
+					o = option{0, false, true, 0, 0}
+				case prefix == "cgvr" || prefix == "cfallback":
+					o = option{size, col.keep, prefix == "cfallback", 0, 0}
+				default:
+					continue
+				}
+				o.cold, o.graph = rep.median(b, n, "cold", k), rep.median(b, n, "graph", k)
 				if o.cold > 0 && o.graph > 0 {
 					opts = append(opts, o)
 				}
 			}
-			// The keep only where it beats its cluster size without it by
-			// more than the margin in both modes: in rows that fit the
-			// cluster it keeps nothing, and a difference there is noise.
+			// beats: o is faster than p by more than the margin in both
+			// modes.
+			beats := func(o, p option) bool {
+				return o.cold*(1+tuneMargin) < p.cold && o.graph*(1+tuneMargin) < p.graph
+			}
+			// The keep only where it beats its cluster size without it:
+			// in rows that fit the cluster it keeps nothing, and a
+			// difference there is noise.
 			opts = slices.DeleteFunc(opts, func(o option) bool {
 				if !o.keep {
 					return false
 				}
-				i := slices.IndexFunc(opts, func(p option) bool { return p.cluster == o.cluster && !p.keep })
-				return i >= 0 && (o.cold*(1+tuneMargin) >= opts[i].cold || o.graph*(1+tuneMargin) >= opts[i].graph)
+				i := slices.IndexFunc(opts, func(p option) bool {
+					return p.cluster == o.cluster && !p.keep && p.fallback == o.fallback
+				})
+				return i >= 0 && !beats(o, opts[i])
+			})
+			// The fallback only where it beats every GVR kernel of its
+			// cluster size (and one was measured): the prediction is what
+			// the selector runs unless it measurably costs.
+			opts = slices.DeleteFunc(opts, func(o option) bool {
+				if !o.fallback {
+					return false
+				}
+				gvr := 0
+				for _, p := range opts {
+					if !p.fallback && p.cluster == o.cluster {
+						if !beats(o, p) {
+							return true
+						}
+						gvr++
+					}
+				}
+				return gvr == 0
 			})
 			slices.SortStableFunc(opts, func(a, b option) int {
 				if a.cluster != b.cluster {
 					return a.cluster - b.cluster
 				}
-				if a.keep == b.keep {
-					return 0
+				if a.keep != b.keep {
+					return cmpBool(a.keep, b.keep)
 				}
-				if a.keep {
-					return 1
-				}
-				return -1
+				return cmpBool(a.fallback, b.fallback)
 			})
 			fastCold, fastGraph := math.Inf(1), math.Inf(1)
 			for _, o := range opts {
@@ -407,15 +442,31 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				least = min(least, worse(o))
 			}
 			best := opts[slices.IndexFunc(opts, func(o option) bool { return worse(o) <= least*(1+tuneMargin) })]
-			cs, ks, us = append(cs, best.cluster), append(ks, best.keep), append(us, math.Round(best.cold*10)/10)
-			anyKeep = anyKeep || best.keep
+			cs, ks, fs = append(cs, best.cluster), append(ks, best.keep), append(fs, best.fallback)
+			us = append(us, math.Round(best.cold*10)/10)
+			anyKeep, anyFallback = anyKeep || best.keep, anyFallback || best.fallback
 		}
-		t.Cluster, t.Keep, t.MedianUS = append(t.Cluster, cs), append(t.Keep, ks), append(t.MedianUS, us)
+		t.Cluster, t.Keep, t.Fallback = append(t.Cluster, cs), append(t.Keep, ks), append(t.Fallback, fs)
+		t.MedianUS = append(t.MedianUS, us)
 	}
 	if !anyKeep {
 		t.Keep = nil
 	}
+	if !anyFallback {
+		t.Fallback = nil
+	}
 	return t, t.Check()
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // writeTuning writes rep's kernel choice to path as JSON.
@@ -471,6 +522,9 @@ func writeTuningFile(path string, t *topk.Tuning) error {
 		grid("cluster", len(t.Cluster), func(i int) any { return t.Cluster[i] }, false))
 	if t.Keep != nil {
 		err = errors.Join(err, grid("keep", len(t.Keep), func(i int) any { return t.Keep[i] }, false))
+	}
+	if t.Fallback != nil {
+		err = errors.Join(err, grid("fallback", len(t.Fallback), func(i int) any { return t.Fallback[i] }, false))
 	}
 	err = errors.Join(err, grid("median_us", len(t.MedianUS), func(i int) any { return t.MedianUS[i] }, true))
 	if err != nil {

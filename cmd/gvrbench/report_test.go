@@ -242,6 +242,64 @@ func TestTuning(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(*tk) {
 		t.Errorf("read back %+v (%v), wrote %+v", back, err, *tk)
 	}
+	// With the fallbacks (every -tune run times them): a fallback is taken
+	// where it beats every GVR kernel of its cluster size by more than
+	// the margin in both modes, and then ranks as any option; the table
+	// then has a fallback grid, and the selector runs it on predicted
+	// steps.
+	fb := *r
+	fb.Kernels = append(slices.Clone(r.Kernels), "fallback", "cfallback8", "cfallback16")
+	fb.Timings = slices.Clone(r.Timings)
+	addFB := func(b, n int, kernel string, cold, graph float64) {
+		fb.Timings = append(fb.Timings, Timing{Batch: b, N: n, Mode: "cold", Kernel: kernel, MedianUS: cold},
+			Timing{Batch: b, N: n, Mode: "graph", Kernel: kernel, MedianUS: graph})
+	}
+	for _, tm := range r.Timings {
+		if tm.Mode != "warm" {
+			// By default 1% slower than the GVR kernel of the same shape.
+			fb.Timings = append(fb.Timings, Timing{Batch: tm.Batch, N: tm.N, Mode: tm.Mode,
+				Kernel: strings.Replace(strings.Replace(tm.Kernel, "cgvr", "cfallback", 1), "gvr", "fallback", 1), MedianUS: tm.MedianUS * 1.01})
+		}
+	}
+	fb.Timings = slices.DeleteFunc(fb.Timings, func(tm Timing) bool {
+		return strings.Contains(tm.Kernel, "fallback") && (tm.Batch == 1 && tm.N != 262144 || tm.Batch == 8 && tm.N == 65536 || tm.Batch == 64 && tm.N == 262144)
+	})
+	addFB(1, 8192, "fallback", 11.5, 8.5)      // 4% and 6% faster than gvr: taken
+	addFB(1, 8192, "cfallback8", 14, 11)       // as cgvr8
+	addFB(1, 8192, "cfallback16", 15, 12)      // as cgvr16
+	addFB(1, 65536, "fallback", 19, 16)        // as gvr
+	addFB(1, 65536, "cfallback8", 17, 14)      // 2.4% and 2.9% faster than cgvr8: counts
+	addFB(1, 65536, "cfallback16", 16, 13)     // faster than cgvr16 by more, and the fastest
+	addFB(8, 65536, "fallback", 19, 16)        // as gvr
+	addFB(8, 65536, "cfallback8", 16.9, 11.6)  // 3% faster than cgvr8 in both
+	addFB(8, 65536, "cfallback16", 16.5, 13.8) // as cgvr16
+	addFB(64, 262144, "fallback", 70, 67)
+	addFB(64, 262144, "cfallback8", 57, 58) // 6% faster cold, 3% slower graph-replayed: not taken
+	addFB(64, 262144, "cfallback16", 95, 92)
+	tf, err := tuning(&fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFB := [][]int{{0, 16, 16}, {0, 8, 16}, {0, 0, 8}}
+	wantFallback := [][]bool{{true, true, false}, {false, true, false}, {false, false, false}}
+	if fmt.Sprint(tf.Cluster) != fmt.Sprint(wantFB) || fmt.Sprint(tf.Fallback) != fmt.Sprint(wantFallback) ||
+		fmt.Sprint(tf.MedianUS) != "[[11.5 16 13.1] [12 16.9 13.1] [13 25 60.4]]" {
+		t.Errorf("tuning with the fallbacks: cluster %v fallback %v medians %v; want %v, %v", tf.Cluster, tf.Fallback, tf.MedianUS, wantFB, wantFallback)
+	}
+	if err := writeTuningFile(path, tf); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back = topk.Tuning{}
+	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(*tf) {
+		t.Errorf("read back %+v (%v), wrote %+v", back, err, *tf)
+	}
+	if !strings.Contains(string(raw), "\n    [true,true,false],\n") {
+		t.Errorf("want the fallback grid, one line per batch:\n%s", raw)
+	}
+
 	r.Timings = r.Timings[2:] // no gvr at batch 1, N 8192
 	if _, err := tuning(r); err == nil {
 		t.Error("tuning without a gvr timing: no error")
