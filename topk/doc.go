@@ -19,7 +19,9 @@
 // Selector runs the GVR kernels on a GPU through package runtime, keeping
 // each layer's Top-K on the device as the next step's prediction, and picks
 // per step one CTA or a thread-block cluster per row from a table measured
-// on the GPU model (Tuning, Choice). A Batch can carry the serving engines'
+// on the GPU model (Tuning, Choice), and whether a predicted step runs the
+// GVR kernel or its fallback, where the table measured the fallback faster
+// (Tuning.Fallback; Config.AlwaysPredict overrides it). A Batch can carry the serving engines'
 // contracts: NextN rows per sequence, windows, the fused page-table output;
 // Config.Counts adds the valid outputs per row, Config.Scores takes 16-bit
 // score rows. It needs the cuda build

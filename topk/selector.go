@@ -17,7 +17,9 @@ import (
 // with one feedback buffer per layer: the indices a layer's step t selects
 // stay on the device and are the prediction of its step t+1 (GVR). A
 // layer's first step, and the first after Reset, runs the fallback kernel,
-// which guesses from a sample of the row instead.
+// which guesses from a sample of the row instead; so does every step where
+// the device's tuning measured the fallback faster than the prediction
+// (Tuning.Fallback), unless Config.AlwaysPredict.
 //
 // Its buffers are allocated once and keep their device addresses until
 // Close, so a step can be captured in a CUDA graph (runtime.Stream.Capture)
