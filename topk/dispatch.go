@@ -72,7 +72,7 @@ func choose(s step) choice {
 		}
 	}
 	predict := s.predicted && (!fallback || s.alwaysPredict)
-	sure := sureSet(s.n, c)
+	sure := SureSet(s.n, c)
 	switch {
 	case c > 0 && predict:
 		return choice{kernelGVRCluster, c, keep, sure}
@@ -84,7 +84,7 @@ func choose(s step) choice {
 	return choice{kernelFallback, 0, false, sure}
 }
 
-// sureSet is the rule for gen.Config.SureSet, for rows of n elements
+// SureSet is the rule for gen.Config.SureSet, for rows of n elements
 // over clusters of c CTAs (0: one CTA per row): rows of at most
 // gen.SureSetMaxRow elements in one CTA, and in a cluster where each
 // CTA's part is at most gen.SureSetMaxShare elements. On an H100 the sure
@@ -95,7 +95,7 @@ func choose(s step) choice {
 // 16K elements a CTA on (perf notes 91). Since each cluster CTA writes its
 // own sure candidates out (95), 16K elements a CTA pays too (-2 to -4%
 // cold, -3 to -6% graph-replayed), 32K not (perf notes 101).
-func sureSet(n, c int) bool {
+func SureSet(n, c int) bool {
 	if c <= 1 {
 		return n <= gen.SureSetMaxRow
 	}

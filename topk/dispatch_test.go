@@ -63,8 +63,8 @@ func TestSureSetRule(t *testing.T) {
 	}{{1, 0, true}, {8192, 0, true}, {32768, 0, true}, {32769, 0, false}, {65536, 0, false},
 		{131072, 8, true}, {131073, 8, false}, {262144, 16, true}, {262145, 16, false},
 		{32768, 2, true}, {32769, 2, false}, {1 << 20, 16, false}} {
-		if got := sureSet(c.n, c.cluster); got != c.want {
-			t.Errorf("sureSet(%d, %d) = %v, want %v", c.n, c.cluster, got, c.want)
+		if got := SureSet(c.n, c.cluster); got != c.want {
+			t.Errorf("SureSet(%d, %d) = %v, want %v", c.n, c.cluster, got, c.want)
 		}
 	}
 }

@@ -73,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "instead of the table, replay calibrated decode trajectories of these profiles (comma-separated: layer0, layer1, middle, layer60, or all)")
 	var o options
 	scores := fs.String("scores", "f32", "the score types the kernels are timed on, comma-separated (f32, f16, bf16): a 16-bit type adds a column per kernel (gvr.bf16), its rows the float32 rows rounded")
-	fs.BoolVar(&o.sure, "sure-set", false, "also time each GVR kernel (gvr, fallback, cgvrC, cfallbackC; with -mbarrier-rounds each +mbar one) setting apart the candidates its first pass shows to be in the Top-K (columns gvr+sure, cgvr16+mbar+sure; gen.Config.SureSet; the auto column takes it by topk's rule; -tune times the kernels without it)")
+	fs.BoolVar(&o.sure, "sure-set", false, "also time each GVR kernel (gvr, fallback, cgvrC, cfallbackC; with -mbarrier-rounds each +mbar one) setting apart the candidates its first pass shows to be in the Top-K (columns gvr+sure, cgvr16+mbar+sure; gen.Config.SureSet; the auto column takes it by topk's rule, topk.SureSet; -tune times each kernel with it and without, and ranks each where the rule takes it with it)")
 	fs.BoolVar(&o.keep, "keep-over", false, "also time each cluster Top-K kernel (with -mbarrier-rounds: each +mbar one) keeping, in rows longer than its cluster holds, which vectors of the excess hold high elements, to load only those again (columns cgvr16+keep, cgvr16+mbar+keep; gen.Config.KeepOver); with -tune, the choice may take it")
 	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
 	fs.BoolVar(&o.dependent, "dependent", false, "build every kernel for a programmatic dependent launch and launch it so (topk.Config.DependentLaunch, runtime.Kernel.LaunchDependent; sm_90+): graph-replayed, each launch may then be scheduled while the one before it runs, and waits for its end, as in a decode step whose kernels all allow it; cold and warm launches follow a copy or an event, and run as plain ones")
@@ -183,15 +183,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// The kernels the selector generates (topk.ChoiceConfig): the
 		// cluster kernels with mbarrier rounds; each GVR kernel beside
 		// its fallback, which the selector may run on predicted steps
-		// too (topk.Tuning.Fallback).
-		o.kernels = []string{"gvr", "fallback"}
+		// too (topk.Tuning.Fallback); each also with the sure set, which
+		// the table's choice takes where topk.SureSet's rule does.
+		o.kernels = []string{"gvr", "gvr+sure", "fallback", "fallback+sure"}
 		for _, c := range o.clusters {
 			for _, prefix := range []string{"cgvr", "cfallback"} {
 				k := fmt.Sprintf("%s%d", prefix, c)
 				if topk.ChoiceConfig(gen.Config{}, c, false, false).MbarrierRounds {
 					k += "+mbar"
 				}
-				o.kernels = append(o.kernels, k)
+				o.kernels = append(o.kernels, k, k+"+sure")
 				if o.keep {
 					o.kernels = append(o.kernels, k+"+keep")
 				}

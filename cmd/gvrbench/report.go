@@ -345,7 +345,9 @@ const tuneMargin = 0.02
 // keep counts only where it beats its kernel and cluster size without it,
 // and the fallback only where it beats the GVR kernel of its cluster size
 // (with the keep or without, whichever is faster), by more than the margin
-// in both modes. The table keeps the choice's cold median, and a keep or
+// in both modes. Each option is timed as the selector runs it: with the
+// sure set where topk.SureSet's rule takes it (its +sure column, where the
+// run has one). The table keeps the choice's cold median, and a keep or
 // fallback grid only where some cell takes it.
 func tuning(rep *Report) (*topk.Tuning, error) {
 	t := &topk.Tuning{Device: rep.Device.Name, Command: rep.Command, Date: rep.Start.Format("2006-01-02"),
@@ -361,14 +363,23 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 		var ks, fs []bool
 		var us []float64
 		for _, n := range t.Ns {
-			opts := []option{{0, false, false, rep.median(b, n, "cold", "gvr"), rep.median(b, n, "graph", "gvr")}}
+			// timed sets o's medians from column k's, or from its +sure
+			// column's where the selector would run o with the sure set.
+			timed := func(o option, k string) option {
+				if topk.SureSet(n, o.cluster) && slices.Contains(rep.Kernels, k+"+sure") {
+					k += "+sure"
+				}
+				o.cold, o.graph = rep.median(b, n, "cold", k), rep.median(b, n, "graph", k)
+				return o
+			}
+			opts := []option{timed(option{}, "gvr")}
 			if opts[0].cold <= 0 || opts[0].graph <= 0 {
 				return nil, fmt.Errorf("tuning: no cold and graph timings of gvr at batch %d, N %d", b, n)
 			}
 			for _, k := range rep.Kernels {
 				// The selector's kernels on float32 rows writing indices
 				// only, with or without mbarrier rounds (-tune measures
-				// one), with or without the keep.
+				// one), with or without the keep (the sure set: timed).
 				col := parseColumn(k)
 				if col.scores != topk.Float32 || col.pages || col.sure {
 					continue
@@ -377,14 +388,13 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				var o option
 				switch {
 				case col.kernel == "fallback":
-					o = option{0, false, true, 0, 0}
+					o = option{fallback: true}
 				case prefix == "cgvr" || prefix == "cfallback":
-					o = option{size, col.keep, prefix == "cfallback", 0, 0}
+					o = option{cluster: size, keep: col.keep, fallback: prefix == "cfallback"}
 				default:
 					continue
 				}
-				o.cold, o.graph = rep.median(b, n, "cold", k), rep.median(b, n, "graph", k)
-				if o.cold > 0 && o.graph > 0 {
+				if o = timed(o, k); o.cold > 0 && o.graph > 0 {
 					opts = append(opts, o)
 				}
 			}

@@ -300,6 +300,34 @@ func TestTuning(t *testing.T) {
 		t.Errorf("want the fallback grid, one line per batch:\n%s", raw)
 	}
 
+	// With the sure set's columns (every -tune run times them): an option
+	// is ranked by its +sure column's medians where topk.SureSet's rule
+	// takes it, as the selector runs it, and by its plain column's
+	// elsewhere.
+	sr := *r
+	sr.Kernels = append(slices.Clone(r.Kernels), "gvr+sure", "cgvr8+sure", "cgvr16+sure")
+	sr.Timings = slices.Clone(r.Timings)
+	for _, tm := range r.Timings {
+		tm.Kernel += "+sure"
+		switch {
+		case tm.Batch == 1 && tm.N == 65536 && tm.Kernel == "cgvr16+sure":
+			tm.MedianUS *= 0.9 // 64K over 16 CTAs takes the sure set: now C16 by more than the margin
+		case tm.Batch == 8 && tm.N == 262144 && tm.Kernel == "cgvr8+sure":
+			tm.MedianUS *= 0.5 // 32K elements a CTA: no sure set, so not counted
+		case tm.Batch == 64 && tm.N == 8192 && tm.Kernel == "gvr+sure":
+			tm.MedianUS *= 0.95
+		}
+		sr.Timings = append(sr.Timings, tm)
+	}
+	ts, err := tuning(&sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSure := [][]int{{0, 16, 16}, {0, 8, 16}, {0, 0, 8}}
+	if fmt.Sprint(ts.Cluster) != fmt.Sprint(wantSure) || fmt.Sprint(ts.MedianUS) != "[[12 15.5 13.1] [12 17.4 13.1] [12.4 25 60.4]]" {
+		t.Errorf("tuning with the sure set: cluster %v medians %v; want %v", ts.Cluster, ts.MedianUS, wantSure)
+	}
+
 	r.Timings = r.Timings[2:] // no gvr at batch 1, N 8192
 	if _, err := tuning(r); err == nil {
 		t.Error("tuning without a gvr timing: no error")
