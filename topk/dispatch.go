@@ -126,8 +126,9 @@ func defaultCluster(s step) int {
 // prediction). The choice is the fewest SMs whose worse mode (its median
 // over the fastest's, in the worse of the two) is within 2% of the best
 // (gvrbench's tuneMargin), without the keep where both are, and with the
-// prediction unless the fallback of the same shape beats it by more than
-// the margin in both modes.
+// prediction unless the fallback of the same shape is faster in both
+// modes, by more than the margin in one; each timed as the selector runs
+// it, with the sure set where SureSet's rule takes it.
 type Tuning struct {
 	Device   string      `json:"device"`  // the GPU's name as the driver reports it
 	Command  string      `json:"command"` // the gvrbench command that measured it

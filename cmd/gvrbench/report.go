@@ -343,9 +343,9 @@ const tuneMargin = 0.02
 // graph-replayed medians under tuneMargin: the fewest SMs, among the same
 // SMs no keep before the keep and the prediction before the fallback. The
 // keep counts only where it beats its kernel and cluster size without it,
-// and the fallback only where it beats the GVR kernel of its cluster size
-// (with the keep or without, whichever is faster), by more than the margin
-// in both modes. Each option is timed as the selector runs it: with the
+// and the fallback only where it is faster than the GVR kernels of its
+// cluster size (with the keep and without) in both modes, by more than the
+// margin in one. Each option is timed as the selector runs it: with the
 // sure set where topk.SureSet's rule takes it (its +sure column, where the
 // run has one). The table keeps the choice's cold median, and a keep or
 // fallback grid only where some cell takes it.
@@ -415,9 +415,14 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				})
 				return i >= 0 && !beats(o, opts[i])
 			})
-			// The fallback only where it beats every GVR kernel of its
-			// cluster size (and one was measured): the prediction is what
-			// the selector runs unless it measurably costs.
+			// The fallback only where it is faster than every GVR kernel
+			// of its cluster size (and one was measured) in both modes,
+			// by more than the margin in one: the prediction is what the
+			// selector runs unless it measurably costs.
+			costs := func(o, p option) bool {
+				return o.cold <= p.cold && o.graph <= p.graph &&
+					(o.cold*(1+tuneMargin) < p.cold || o.graph*(1+tuneMargin) < p.graph)
+			}
 			opts = slices.DeleteFunc(opts, func(o option) bool {
 				if !o.fallback {
 					return false
@@ -425,7 +430,7 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				gvr := 0
 				for _, p := range opts {
 					if !p.fallback && p.cluster == o.cluster {
-						if !beats(o, p) {
+						if !costs(o, p) {
 							return true
 						}
 						gvr++

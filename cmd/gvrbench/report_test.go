@@ -243,8 +243,9 @@ func TestTuning(t *testing.T) {
 		t.Errorf("read back %+v (%v), wrote %+v", back, err, *tk)
 	}
 	// With the fallbacks (every -tune run times them): a fallback is taken
-	// where it beats every GVR kernel of its cluster size by more than
-	// the margin in both modes, and then ranks as any option; the table
+	// where it is faster than every GVR kernel of its cluster size in
+	// both modes, by more than the margin in one, and then ranks as any
+	// option; the table
 	// then has a fallback grid, and the selector runs it on predicted
 	// steps.
 	fb := *r
@@ -262,7 +263,7 @@ func TestTuning(t *testing.T) {
 		}
 	}
 	fb.Timings = slices.DeleteFunc(fb.Timings, func(tm Timing) bool {
-		return strings.Contains(tm.Kernel, "fallback") && (tm.Batch == 1 && tm.N != 262144 || tm.Batch == 8 && tm.N == 65536 || tm.Batch == 64 && tm.N == 262144)
+		return strings.Contains(tm.Kernel, "fallback") && (tm.Batch == 1 && tm.N != 262144 || tm.Batch == 8 && tm.N <= 65536 || tm.Batch == 64 && tm.N == 262144)
 	})
 	addFB(1, 8192, "fallback", 11.5, 8.5)      // 4% and 6% faster than gvr: taken
 	addFB(1, 8192, "cfallback8", 14, 11)       // as cgvr8
@@ -270,6 +271,9 @@ func TestTuning(t *testing.T) {
 	addFB(1, 65536, "fallback", 19, 16)        // as gvr
 	addFB(1, 65536, "cfallback8", 17, 14)      // 2.4% and 2.9% faster than cgvr8: counts
 	addFB(1, 65536, "cfallback16", 16, 13)     // faster than cgvr16 by more, and the fastest
+	addFB(8, 8192, "fallback", 11.9, 8.5)      // faster than gvr in both modes, by more than the margin graph-replayed: taken
+	addFB(8, 8192, "cfallback8", 14, 11)       // as cgvr8
+	addFB(8, 8192, "cfallback16", 15, 12)      // as cgvr16
 	addFB(8, 65536, "fallback", 19, 16)        // as gvr
 	addFB(8, 65536, "cfallback8", 16.9, 11.6)  // 3% faster than cgvr8 in both
 	addFB(8, 65536, "cfallback16", 16.5, 13.8) // as cgvr16
@@ -281,9 +285,9 @@ func TestTuning(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFB := [][]int{{0, 16, 16}, {0, 8, 16}, {0, 0, 8}}
-	wantFallback := [][]bool{{true, true, false}, {false, true, false}, {false, false, false}}
+	wantFallback := [][]bool{{true, true, false}, {true, true, false}, {false, false, false}}
 	if fmt.Sprint(tf.Cluster) != fmt.Sprint(wantFB) || fmt.Sprint(tf.Fallback) != fmt.Sprint(wantFallback) ||
-		fmt.Sprint(tf.MedianUS) != "[[11.5 16 13.1] [12 16.9 13.1] [13 25 60.4]]" {
+		fmt.Sprint(tf.MedianUS) != "[[11.5 16 13.1] [11.9 16.9 13.1] [13 25 60.4]]" {
 		t.Errorf("tuning with the fallbacks: cluster %v fallback %v medians %v; want %v, %v", tf.Cluster, tf.Fallback, tf.MedianUS, wantFB, wantFallback)
 	}
 	if err := writeTuningFile(path, tf); err != nil {
