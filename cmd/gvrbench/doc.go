@@ -30,8 +30,8 @@
 // may choose it), and with -sure-set each GVR kernel setting apart the
 // candidates its first pass shows to be in the Top-K (columns gvr+sure,
 // cgvr16+mbar+sure: gen.Config.SureSet; the auto column and the Selector
-// take it by topk's rule, which -tune does not measure: its table is timed
-// without it),
+// take it by topk's rule, topk.SureSet, and -tune ranks each kernel with it
+// where the rule takes it),
 //
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time
