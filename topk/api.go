@@ -200,7 +200,8 @@ type Result struct {
 	// Predicted says the kernel had the layer's previous indices as its
 	// prediction; false where the fallback kernel ran: on a layer's first
 	// step, with Batch.NoPrediction, and where the device's tuning runs it
-	// on predicted steps too (Config.AlwaysPredict).
+	// on predicted steps too (Tuning.Fallback; not with
+	// Config.AlwaysPredict).
 	Predicted bool
 	// Kernel is the kernel that ran (gvr_topk, topk_fallback,
 	// gvr_topk_cluster or topk_fallback_cluster), and Cluster, for the

@@ -276,7 +276,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		c = choose(sp)
 		kern = s.kernels[c]
 	}
-	predicted := c.name == kernelGVR || c.name == kernelGVRCluster
+	predicted := c.name == kernelGVR || c.name == kernelGVRCluster // the kernel reads the prediction
 	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Counts: l.counts,
 		Pages: b.Pages, Predicted: predicted, Kernel: c.name, Cluster: c.cluster, KeepOver: c.keep, SureSet: c.sure}
 	if b.Rows == 0 {
