@@ -405,15 +405,17 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 			}
 			// The keep only where it beats its cluster size without it:
 			// in rows that fit the cluster it keeps nothing, and a
-			// difference there is noise.
+			// difference there is noise. (The filters compare against
+			// all, not opts, which DeleteFunc compacts as it goes.)
+			all := slices.Clone(opts)
 			opts = slices.DeleteFunc(opts, func(o option) bool {
 				if !o.keep {
 					return false
 				}
-				i := slices.IndexFunc(opts, func(p option) bool {
+				i := slices.IndexFunc(all, func(p option) bool {
 					return p.cluster == o.cluster && !p.keep && p.fallback == o.fallback
 				})
-				return i >= 0 && !beats(o, opts[i])
+				return i >= 0 && !beats(o, all[i])
 			})
 			// The fallback only where it is faster than every GVR kernel
 			// of its cluster size (and one was measured) in both modes,
@@ -423,12 +425,13 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				return o.cold <= p.cold && o.graph <= p.graph &&
 					(o.cold*(1+tuneMargin) < p.cold || o.graph*(1+tuneMargin) < p.graph)
 			}
+			all = slices.Clone(opts)
 			opts = slices.DeleteFunc(opts, func(o option) bool {
 				if !o.fallback {
 					return false
 				}
 				gvr := 0
-				for _, p := range opts {
+				for _, p := range all {
 					if !p.fallback && p.cluster == o.cluster {
 						if !costs(o, p) {
 							return true
