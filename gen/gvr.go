@@ -71,7 +71,7 @@ const (
 // pass it. A mark after a load's first use says when the load arrived.
 const (
 	MarkP1Indices   = iota // Phase 1: the predicted indices arrived (their values' loads issued)
-	MarkP1Values           // Phase 1: the predicted values arrived and were reduced (one CTA: after the sample's estimate; a cluster: combined in the round that gathers the sample, before its estimate)
+	MarkP1Values           // Phase 1: the predicted values arrived and were reduced (one CTA: after the sample's estimate; a cluster: combined in the round that gathers the sample, before its estimate); without a prediction, the sample arrived and was reduced or gathered, before its estimate
 	MarkP1Sample           // Phase 1: the sample's statistics and threshold estimate done
 	MarkP1Done             // Phase 1's guess ready (a cluster kernel then waits for its slice)
 	MarkP4Span             // Phase 4: the candidates' key span

@@ -1090,16 +1090,16 @@ func servingKernels(gvr gen.Config, c, maxN int) []struct {
 // TestInstrumentMarks: the instrumented kernels' marks inside Phases 1 and
 // 4 come in order between the phase boundaries, on the path a row takes;
 // a short row (copied) and the exact path leave Phase 4's marks 0, and the
-// fallback kernels Phase 1's first two.
+// fallback kernels Phase 1's first (the prediction's indices).
 func TestInstrumentMarks(t *testing.T) {
 	cfg := cfgK16
 	cfg.Instrument = true
 	r := rand.New(rand.NewPCG(8, 8))
 	cs := rows(r, cfg.K, cfg.MaxCandidates, 700)
 	predict(r, cs, "partial", cfg.K)
-	for _, name := range []string{"gvr_topk", "topk_fallback", "gvr_topk_cluster"} {
+	for _, name := range []string{"gvr_topk", "topk_fallback", "gvr_topk_cluster", "topk_fallback_cluster"} {
 		c := cfg
-		if name == "gvr_topk_cluster" {
+		if strings.HasSuffix(name, "_cluster") {
 			c.Cluster, c.MaxN = 2, 512
 		}
 		p, k := load(t, name, c)
@@ -1117,8 +1117,15 @@ func TestInstrumentMarks(t *testing.T) {
 					// predicted values come with the gathered sample, before
 					// its estimate.
 					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkSliceIssued), mark(gen.MarkSliceSynced), mark(gen.MarkP1Values), mark(gen.MarkP1Sample))
-				case name != "topk_fallback" && cs[row].pred != nil:
+				case !strings.HasPrefix(name, "topk_fallback") && cs[row].pred != nil:
 					seq = append(seq, mark(gen.MarkP1Indices), mark(gen.MarkP1Sample), mark(gen.MarkP1Values))
+				case name == "topk_fallback":
+					// No prediction: the sample in, then its estimate.
+					seq = append(seq, mark(gen.MarkP1Values), mark(gen.MarkP1Sample))
+				case name == "topk_fallback_cluster":
+					// The slice starts once the sample's loads are out; the
+					// sample is gathered, then estimated.
+					seq = append(seq, mark(gen.MarkSliceIssued), mark(gen.MarkSliceSynced), mark(gen.MarkP1Values), mark(gen.MarkP1Sample))
 				default:
 					seq = append(seq, mark(gen.MarkP1Sample))
 				}

@@ -330,9 +330,11 @@ var Steps = [...]string{"length", "slice issue", "slice sync", "p1 start", "p1 i
 // (the short-row test, a slice's end elements' loads issued); Phase 1's
 // predicted indices, their values (one CTA: what is left of their wait
 // after the sample's estimate; a cluster, whose values come before the
-// estimate: their wait and the round that gathers them with the sample),
-// the sample's estimate, a cluster kernel's wait for its slice; Phase 4's key span, first radix pass, the rest of finding the
-// K-th candidate, writing the selection, and what follows (sorting,
+// estimate: their wait and the round that gathers them with the sample;
+// without a prediction, the sample's wait and its reduction or gathering
+// round), the sample's estimate, a cluster kernel's wait for its slice;
+// Phase 4's key span, first radix pass, the rest of finding the K-th
+// candidate, writing the selection, and what follows (sorting,
 // page-table output, counts); Phase 2's first pass over this thread's
 // share, its counts combined over the CTA or the cluster (in thread 0,
 // which waits for the others there), and the rest of Phase 2 (the
@@ -352,9 +354,10 @@ func (s Stats) StepCycles() (c [len(Steps)]uint64, ok [len(Steps)]bool) {
 		start = m[gen.MarkLength]
 	}
 	issue := m[gen.MarkLength] // where the slice's set-up starts
-	if i := m[gen.MarkP1Indices]; i != 0 && m[gen.MarkSliceIssued] > i {
+	if i := p1; i != 0 && m[gen.MarkSliceIssued] > i {
 		// The slice set up in Phase 1, once its loads were out (perf notes
-		// 65): between the indices and the sample's step.
+		// 65): between the indices (without a prediction, Phase 1's start)
+		// and the sample's step.
 		start, issue, p1 = m[gen.MarkLength], i, m[gen.MarkSliceSynced]
 	}
 	values := [2]uint64{m[gen.MarkP1Sample], m[gen.MarkP1Values]}

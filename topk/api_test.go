@@ -91,6 +91,19 @@ func TestParseStats(t *testing.T) {
 	if c != wantC || ok != wantOK {
 		t.Errorf("StepCycles (cluster, slice in Phase 1) = %v %v, want %v %v", c, ok, wantC, wantOK)
 	}
+	// A cluster kernel without a prediction: the slice set up once the
+	// sample's loads are out, the sample gathered, then estimated.
+	marks = []uint64{0, 300, 360, 380, 1700, 0, 2000, 2300, 110, 120, 180, 190}
+	for j, v := range marks {
+		le.PutUint64(raw[StatsBytes+gen.StatsMarks+8*j:], v)
+	}
+	st, _ = ParseStats(raw)
+	c, ok = st[1].StepCycles()
+	wantC = [len(Steps)]uint64{10, 60, 10, 10, 0, 110, 60, 20, 100, 0, 0, 300, 200}
+	wantOK = [len(Steps)]bool{true, true, true, true, false, true, true, true, true, false, false, true, true}
+	if c != wantC || ok != wantOK {
+		t.Errorf("StepCycles (cluster, no prediction) = %v %v, want %v %v", c, ok, wantC, wantOK)
+	}
 	if _, err := ParseStats(raw[:70]); err == nil {
 		t.Error("ParseStats of 70 bytes: no error")
 	}
