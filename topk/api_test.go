@@ -65,44 +65,35 @@ func TestParseStats(t *testing.T) {
 	if st[0] != (Stats{}) {
 		t.Errorf("zero record parsed as %+v", st[0])
 	}
-	// Marks: Phase 1 of a row with a prediction, Phase 4 without its
-	// first pass mark (a step whose end is not marked does not count).
-	marks := []uint64{130, 350, 200, 380, 1700, 0, 2000, 2300, 110, 120, 0, 0}
-	for j, v := range marks {
-		le.PutUint64(raw[StatsBytes+gen.StatsMarks+8*j:], v)
-	}
-	st, _ = ParseStats(raw)
-	c, ok := st[1].StepCycles()
-	wantC := [len(Steps)]uint64{10, 0, 0, 10, 10, 150, 70, 20, 100, 0, 0, 300, 200}
-	wantOK := [len(Steps)]bool{true, false, false, true, true, true, true, true, true, false, false, true, true}
-	if c != wantC || ok != wantOK {
-		t.Errorf("StepCycles = %v %v, want %v %v", c, ok, wantC, wantOK)
-	}
-	// A cluster kernel's: the slice set up once the predicted indices are
-	// in, the values gathered with the sample before its estimate.
-	marks = []uint64{150, 250, 330, 350, 1700, 0, 2000, 2300, 110, 120, 180, 190}
-	for j, v := range marks {
-		le.PutUint64(raw[StatsBytes+gen.StatsMarks+8*j:], v)
-	}
-	st, _ = ParseStats(raw)
-	c, ok = st[1].StepCycles()
-	wantC = [len(Steps)]uint64{10, 30, 10, 10, 30, 60, 80, 50, 100, 0, 0, 300, 200}
-	wantOK = [len(Steps)]bool{true, true, true, true, true, true, true, true, true, false, false, true, true}
-	if c != wantC || ok != wantOK {
-		t.Errorf("StepCycles (cluster, slice in Phase 1) = %v %v, want %v %v", c, ok, wantC, wantOK)
-	}
-	// A cluster kernel without a prediction: the slice set up once the
-	// sample's loads are out, the sample gathered, then estimated.
-	marks = []uint64{0, 300, 360, 380, 1700, 0, 2000, 2300, 110, 120, 180, 190}
-	for j, v := range marks {
-		le.PutUint64(raw[StatsBytes+gen.StatsMarks+8*j:], v)
-	}
-	st, _ = ParseStats(raw)
-	c, ok = st[1].StepCycles()
-	wantC = [len(Steps)]uint64{10, 60, 10, 10, 0, 110, 60, 20, 100, 0, 0, 300, 200}
-	wantOK = [len(Steps)]bool{true, true, true, true, false, true, true, true, true, false, false, true, true}
-	if c != wantC || ok != wantOK {
-		t.Errorf("StepCycles (cluster, no prediction) = %v %v, want %v %v", c, ok, wantC, wantOK)
+	for _, tc := range []struct {
+		name  string
+		marks []uint64 // gen.Mark* order
+		c     [len(Steps)]uint64
+		ok    [len(Steps)]bool
+	}{
+		// Phase 1 of a row with a prediction, Phase 4 without its first
+		// pass mark (a step whose end is not marked does not count).
+		{"one CTA", []uint64{130, 350, 200, 380, 1700, 0, 2000, 2300, 110, 120, 0, 0},
+			[len(Steps)]uint64{10, 0, 0, 10, 10, 150, 70, 20, 100, 0, 0, 300, 200},
+			[len(Steps)]bool{true, false, false, true, true, true, true, true, true, false, false, true, true}},
+		// A cluster kernel's: the slice set up once the predicted indices
+		// are in, the values gathered with the sample before its estimate.
+		{"cluster, slice in Phase 1", []uint64{150, 250, 330, 350, 1700, 0, 2000, 2300, 110, 120, 180, 190},
+			[len(Steps)]uint64{10, 30, 10, 10, 30, 60, 80, 50, 100, 0, 0, 300, 200},
+			[len(Steps)]bool{true, true, true, true, true, true, true, true, true, false, false, true, true}},
+		// A cluster kernel without a prediction: the slice set up once
+		// the sample's loads are out, the sample gathered, then estimated.
+		{"cluster, no prediction", []uint64{0, 300, 360, 380, 1700, 0, 2000, 2300, 110, 120, 180, 190},
+			[len(Steps)]uint64{10, 60, 10, 10, 0, 110, 60, 20, 100, 0, 0, 300, 200},
+			[len(Steps)]bool{true, true, true, true, false, true, true, true, true, false, false, true, true}},
+	} {
+		for j, v := range tc.marks {
+			le.PutUint64(raw[StatsBytes+gen.StatsMarks+8*j:], v)
+		}
+		st, _ = ParseStats(raw)
+		if c, ok := st[1].StepCycles(); c != tc.c || ok != tc.ok {
+			t.Errorf("StepCycles (%s) = %v %v, want %v %v", tc.name, c, ok, tc.c, tc.ok)
+		}
 	}
 	if _, err := ParseStats(raw[:70]); err == nil {
 		t.Error("ParseStats of 70 bytes: no error")
