@@ -599,7 +599,7 @@ type sampleHist struct {
 	t       *topk
 	smp     *sample
 	est     []ptx.Reg // f32, P of them
-	lo, w   ptx.Reg   // f32: the range's least value and a bin's width
+	w       ptx.Reg   // f32: a bin's width
 	n       ptx.Reg   // f32: the row's length, the count at or above lo
 	perLane int
 }
@@ -615,7 +615,7 @@ func (t *topk) sampleHistogram(smp *sample) *sampleHist {
 	e := t.e
 	B := int64(sampleBins)
 	P := sampleBins / warpSize
-	h := &sampleHist{t: t, smp: smp, lo: smp.rng.min, w: t.f32(), n: t.f32(), perLane: P}
+	h := &sampleHist{t: t, smp: smp, w: t.f32(), n: t.f32(), perLane: P}
 	e.Cvt(h.n, t.n)
 	width, inv := t.f32(), t.f32()
 	e.Sub(width, smp.rng.max, smp.rng.min)
@@ -712,8 +712,8 @@ func (h *sampleHist) bracket(x ptx.Reg) guess {
 	fb, fn := t.f32(), t.f32()
 	e.Cvt(fb, b)
 	e.Cvt(fn, next)
-	e.Mad(g.lo, fb, h.w, h.lo)
-	e.Mad(g.hi, fn, h.w, h.lo)
+	e.Mad(g.lo, fb, h.w, h.smp.rng.min)
+	e.Mad(g.hi, fn, h.w, h.smp.rng.min)
 	e.Selp(g.hi, h.smp.rng.max, g.hi, last)
 	return g
 }

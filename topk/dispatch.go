@@ -151,6 +151,20 @@ func (t *Tuning) choice(rows, n int) (c int, keep, fallback bool) {
 	return t.Cluster[i][j], t.Keep != nil && t.Keep[i][j], t.Fallback != nil && t.Fallback[i][j]
 }
 
+// checkGrid reports a grid of t's (what: its entries' name) that does not
+// hold one entry per batch and row length.
+func checkGrid[T any](t *Tuning, what string, g [][]T) error {
+	if len(g) != len(t.Batches) {
+		return fmt.Errorf("tuning for %s: %d rows of %s for %d batches", t.Device, len(g), what, len(t.Batches))
+	}
+	for i, row := range g {
+		if len(row) != len(t.Ns) {
+			return fmt.Errorf("tuning for %s: batch %d has %d %s for %d row lengths", t.Device, t.Batches[i], len(row), what, len(t.Ns))
+		}
+	}
+	return nil
+}
+
 // Check reports what makes t unusable.
 func (t *Tuning) Check() error {
 	if t.Device == "" || len(t.Batches) == 0 || len(t.Ns) == 0 {
@@ -159,39 +173,30 @@ func (t *Tuning) Check() error {
 	if !slices.IsSorted(t.Batches) || !slices.IsSorted(t.Ns) {
 		return fmt.Errorf("tuning for %s: batches and row lengths must ascend", t.Device)
 	}
-	if len(t.Cluster) != len(t.Batches) {
-		return fmt.Errorf("tuning for %s: %d rows of choices for %d batches", t.Device, len(t.Cluster), len(t.Batches))
+	if err := checkGrid(t, "choices", t.Cluster); err != nil {
+		return err
 	}
-	for i, row := range t.Cluster {
-		if len(row) != len(t.Ns) {
-			return fmt.Errorf("tuning for %s: batch %d has %d choices for %d row lengths", t.Device, t.Batches[i], len(row), len(t.Ns))
-		}
+	for _, row := range t.Cluster {
 		for _, c := range row {
 			if c < 0 || c > 16 {
 				return fmt.Errorf("tuning for %s: cluster size %d", t.Device, c)
 			}
 		}
 	}
-	if t.Keep != nil && len(t.Keep) != len(t.Batches) {
-		return fmt.Errorf("tuning for %s: %d rows of keeps for %d batches", t.Device, len(t.Keep), len(t.Batches))
+	if t.Keep != nil {
+		if err := checkGrid(t, "keeps", t.Keep); err != nil {
+			return err
+		}
 	}
 	for i, row := range t.Keep {
-		if len(row) != len(t.Ns) {
-			return fmt.Errorf("tuning for %s: batch %d has %d keeps for %d row lengths", t.Device, t.Batches[i], len(row), len(t.Ns))
-		}
 		for j, k := range row {
 			if k && t.Cluster[i][j] == 0 {
 				return fmt.Errorf("tuning for %s: batch %d, N %d keeps without a cluster", t.Device, t.Batches[i], t.Ns[j])
 			}
 		}
 	}
-	if t.Fallback != nil && len(t.Fallback) != len(t.Batches) {
-		return fmt.Errorf("tuning for %s: %d rows of fallbacks for %d batches", t.Device, len(t.Fallback), len(t.Batches))
-	}
-	for i, row := range t.Fallback {
-		if len(row) != len(t.Ns) {
-			return fmt.Errorf("tuning for %s: batch %d has %d fallbacks for %d row lengths", t.Device, t.Batches[i], len(row), len(t.Ns))
-		}
+	if t.Fallback != nil {
+		return checkGrid(t, "fallbacks", t.Fallback)
 	}
 	return nil
 }
