@@ -312,8 +312,15 @@ func (e *Entry) Min(d Reg, a, b Operand) { e.arith("min", d, a, b) }
 // Max emits d = max(a, b) (for floats a NaN operand is ignored).
 func (e *Entry) Max(d Reg, a, b Operand) { e.arith("max", d, a, b) }
 
-// Rem emits the integer remainder d = a % b.
-func (e *Entry) Rem(d Reg, a, b Operand) { e.arith("rem", d, a, b) }
+// Rem emits the integer remainder d = a % b. An unsigned one by a power
+// of two (an immediate) is a mask, as Div's quotient is a shift.
+func (e *Entry) Rem(d Reg, a, b Operand) {
+	if s, ok := pow2Shift(d.T, b); ok {
+		e.And(d, a, Imm(int64(1)<<s-1))
+		return
+	}
+	e.arith("rem", d, a, b)
+}
 
 // And emits d = a & b (AndPred is the predicate form).
 func (e *Entry) And(d Reg, a, b Operand) { e.bitop("and", d, a, b) }
@@ -370,13 +377,35 @@ func (e *Entry) Mad(d Reg, a, b, c Operand) {
 }
 
 // Div emits d = a / b: truncating for integers, IEEE round-to-nearest for
-// floats.
+// floats. An unsigned quotient by a power of two (an immediate) is a right
+// shift: ptxas turns div.u32 by any immediate into its generic division, a
+// reciprocal through the MUFU unit and a dozen integer instructions, where
+// a compiler's front end would have shifted.
 func (e *Entry) Div(d Reg, a, b Operand) {
 	if d.T.IsFloat() {
 		e.Emit("div", []string{"rn", d.T.Name()}, d, a, b)
 		return
 	}
+	if s, ok := pow2Shift(d.T, b); ok {
+		e.Shr(d, a, Imm(s))
+		return
+	}
 	e.arith("div", d, a, b)
+}
+
+// pow2Shift is log2(b) where b is a power-of-two immediate and t unsigned:
+// where a division by b is a shift by it.
+func pow2Shift(t Type, b Operand) (int64, bool) {
+	v, ok := b.(Imm)
+	if !ok || t.Kind() != KindUnsigned || v <= 0 || v&(v-1) != 0 {
+		return 0, false
+	}
+	var s int64
+	for v > 1 {
+		v >>= 1
+		s++
+	}
+	return s, true
 }
 
 // Lg2 emits d = log2(a), approximately (lg2.approx: about 22 good bits).
