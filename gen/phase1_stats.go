@@ -347,11 +347,12 @@ func (t *topk) rangeOf(kmin, kmax ptx.Reg) valueRange {
 // len(vals) values (-Inf where there is no sample), and the factor that
 // turns a sample count into an estimated row count.
 type sample struct {
-	t     *topk
-	s     ptx.Reg   // u32 samples taken
-	vals  []ptx.Reg // f32
-	scale ptx.Reg   // f32: n / samples
-	rng   valueRange
+	t      *topk
+	s      ptx.Reg   // u32 samples taken
+	points int       // s where it is known when the kernel is generated, else 0
+	vals   []ptx.Reg // f32
+	scale  ptx.Reg   // f32: n / samples
+	rng    valueRange
 	// target is the count Phase 2 aims for, by how far the sample can be
 	// trusted (topk.target).
 	target ptx.Reg // f32
@@ -394,10 +395,20 @@ func samplePoints(threads int) int    { return samplePerThread(threads) * thread
 func (t *topk) sampleRow() *sample {
 	e := t.e
 	per := samplePerThread(t.threads)
-	s := t.u32()
-	e.Min(s, t.n, ptx.Imm(int64(per*t.threads)))
-	stride := t.u32()
-	e.Div(stride, t.n, s) // s >= 1: this path has n > K
+	pts := per * t.threads
+	s, stride := t.u32(), t.u32()
+	fixed := t.cfg.K >= pts
+	if fixed {
+		// n > K >= pts on this path: the sample takes every point, and
+		// the stride is a division by a constant, which ptx makes a
+		// shift where it is a power of two; a register divisor is ptxas's
+		// generic division, on the way to the sample's loads.
+		e.Mov(s, ptx.Imm(int64(pts)))
+		e.Div(stride, t.n, ptx.Imm(int64(pts)))
+	} else {
+		e.Min(s, t.n, ptx.Imm(int64(pts)))
+		e.Div(stride, t.n, s) // s >= 1: this path has n > K
+	}
 	// In runs: j = R*q + r at R*d*q + r, i.e. j*d - r*(d-1). Single: j*d.
 	// Dense: at least 16 points expected in the Top-K (8 distinct in runs).
 	dense := t.setp(ptx.LE, stride, ptx.Imm(int64(max(1, t.cfg.K/16))))
@@ -405,6 +416,9 @@ func (t *topk) sampleRow() *sample {
 	e.Sub(back, stride, ptx.Imm(1))
 	e.Selp(back, back, ptx.Imm(0), dense)
 	smp := &sample{t: t, s: s, scale: t.f32(), target: t.f32(), end: s}
+	if fixed {
+		smp.points = pts
+	}
 	e.Selp(smp.target, ptx.Float(float32(t.target(true))), ptx.Float(float32(t.target(false))), dense)
 	from := t.tid // thread tid's first point
 	if t.part != nil && t.part.size > 1 {
@@ -450,9 +464,16 @@ func (smp *sample) stats() *stats {
 // setScale sets the factor from sample counts to row counts.
 func (smp *sample) setScale() {
 	t, e := smp.t, smp.t.e
-	fs, fn := t.f32(), t.f32()
-	e.Cvt(fs, smp.s)
+	fn := t.f32()
 	e.Cvt(fn, t.n)
+	if p := smp.points; p > 0 && p&(p-1) == 0 {
+		// A power of two's reciprocal is exact: the same quotient without
+		// a division.
+		e.Mul(smp.scale, fn, ptx.Float(1/float32(p)))
+		return
+	}
+	fs := t.f32()
+	e.Cvt(fs, smp.s)
 	e.Div(smp.scale, fn, fs)
 }
 
