@@ -29,6 +29,11 @@
 // labels. Errors are not panics: the builder and the verify pass collect
 // them, each with the generator's file:line, and Build returns them joined.
 //
+// A builder method emits what it is named for, with one exception where
+// ptxas would do worse than a compiler's front end: Div and Rem of an
+// unsigned value by a power-of-two immediate emit a shift and a mask
+// (ptxas turns div.u32 by any immediate into its generic division).
+//
 // Clusters and asynchronous copies (sm_90) have the same small vocabulary
 // as CUTLASS's wrappers: .explicitcluster and .reqnctapercluster on Entry,
 // the cluster special registers, Mapa and the .shared::cluster space,
