@@ -207,6 +207,13 @@ func TestClusterMissingBarrierIsARace(t *testing.T) {
 // CTA's row of src) into buf; every thread waits on the mbarrier (unless
 // planted away) and stores buf[tid] to out.
 func bulkKernel(t *testing.T, size, txBytes int, wait bool) *Program {
+	return bulkKernelLate(t, size, txBytes, wait, false)
+}
+
+// bulkKernelLate is bulkKernel where, with late, every thread first runs
+// long enough for the copy to land (longer than maxDelay) and passes a
+// CTA barrier before its wait, or where the wait was, and its read.
+func bulkKernelLate(t *testing.T, size, txBytes int, wait, late bool) *Program {
 	return clusterKernel(t, size, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {
 		bar := m.Shared("bar", ptx.B64, 1, 8)
 		buf := m.Shared("buf", ptx.U32, 64, 16)
@@ -227,6 +234,11 @@ func bulkKernel(t *testing.T, size, txBytes int, wait bool) *Program {
 			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeCTA, e.Reg(ptx.B64), ptx.At(bar, 0), ptx.Imm(txBytes))
 			e.CpAsyncBulk(ptx.At(buf, 0), ptx.At(row, 0), ptx.Imm(256), ptx.At(bar, 0))
 		})
+		if late {
+			k := e.Reg(ptx.U32)
+			e.For(k, ptx.Imm(0), ptx.Imm(maxDelay), ptx.Imm(1), func() {})
+			e.BarSync(0)
+		}
 		if wait {
 			e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCTA, ptx.At(bar, 0), ptx.Imm(0))
 		}
@@ -330,6 +342,22 @@ func TestBulkCopyReadBeforeWait(t *testing.T) {
 			"reads at line", "before it completed")
 		if wrong, err := runBulk(t, p, 2, seed, false); err != nil || wrong == 0 {
 			t.Errorf("seed %d without the race detector: %d words wrong, %v; want stale data", seed, wrong, err)
+		}
+	}
+}
+
+// Planted bug 2, late: the copy has landed, and a CTA barrier passed,
+// before the reads; the barrier orders the threads, not the copy, so the
+// reads without a wait are still a race (a first pass that walked a slice
+// copied in chunks without awaiting them read this way: perf notes 126).
+// With the wait, the same kernel is clean.
+func TestBulkCopyReadAfterBarrierWithoutWait(t *testing.T) {
+	bad, good := bulkKernelLate(t, 0, 256, false, true), bulkKernelLate(t, 0, 256, true, true)
+	for _, seed := range seeds {
+		_, err := runBulk(t, bad, 2, seed, true)
+		wantFault(t, err, FaultRace, "kernel k", "ld.shared", "the bulk copy issued by thread", "the reader did not wait on its mbarrier phase 0")
+		if wrong, err := runBulk(t, good, 2, seed, true); err != nil || wrong != 0 {
+			t.Errorf("seed %d with the wait: %d words wrong, %v", seed, wrong, err)
 		}
 	}
 }

@@ -208,9 +208,13 @@
 // ordered before the issuing thread, and once landed takes it as an
 // arrival of that thread in the phase it completed in. A landing (of a
 // bulk copy, st.async or red.async) races with any access of its bytes
-// made after its issue, even across a CTA or cluster barrier: only its
-// mbarrier's phase orders it, and that completes after the landing unless
-// an arrive.expect_tx counted too few bytes.
+// made after its issue, before the landing or after it, even across a CTA
+// or cluster barrier: only its mbarrier's phase orders it, and that
+// completes after the landing unless an arrive.expect_tx counted too few
+// bytes. (An st.async's issue is checked against the accesses of the
+// destination's current epoch alone: a buffer's reuse is ordered by a
+// chain of rounds through other CTAs' mbarriers, which the detector does
+// not follow.)
 // red.async...mbarrier::complete_tx::bytes is an st.async whose landing
 // updates the destination word atomically (add, min, max, inc, dec, and,
 // or, xor) with the register taken at the issue: it races with plain

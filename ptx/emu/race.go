@@ -6,7 +6,8 @@ import "fmt"
 //
 // Time between two completed CTA barriers is an epoch. For each 2-byte grain
 // of shared memory the detector keeps, for the current epoch, the last
-// writer and up to two readers. An access conflicts with a recorded one
+// writer and up to two readers; a bulk copy's landing stays the writer
+// past the epoch's end, as only its mbarrier orders it (current). An access conflicts with a recorded one
 // when they come from different threads, at least one writes, they are not
 // both atomic, and no synchronisation orders them. Within an epoch only
 // bar.warp.sync orders threads: the lanes of its member mask, after it. A
@@ -113,10 +114,7 @@ func (w *warp) orderedInCTA(a access, l int) bool {
 // shared memory r watches, and returns the conflicting earlier access, if
 // any, and whether it wrote.
 func (r *raceState) check(off int, w *warp, l int, pc int32, write, atomic bool) (access, bool, bool) {
-	s := &r.grains[off/raceGrain]
-	if s.epoch != r.epoch {
-		*s = shadow{epoch: r.epoch}
-	}
+	s := r.current(off)
 	t := w.threadID(l)
 	mine := w.c.race
 	now := access{thread: t, pc: pc, sync: int32(len(mine.syncs[w.id])), epoch: mine.epoch, time: w.c.cl.clock, atomic: atomic}
@@ -142,6 +140,25 @@ func (r *raceState) check(off int, w *warp, l int, pc int32, write, atomic bool)
 		s.r2 = now
 	}
 	return access{}, false, false
+}
+
+// current is the shadow of the grain at off for a thread's access in the
+// current epoch: what an earlier epoch recorded is ordered by the barrier
+// that ended it, but for a bulk copy's landing (or an st.async's), which
+// only its mbarrier's phase orders (ordered): it stays the grain's writer
+// until a write replaces it. (An st.async's issue, unordered, does not
+// look back past the barrier: the chain of rounds that orders a buffer's
+// reuse runs through other CTAs' mbarriers, which ordered does not follow.)
+func (r *raceState) current(off int) *shadow {
+	s := &r.grains[off/raceGrain]
+	if s.epoch != r.epoch {
+		w := s.writer
+		*s = shadow{epoch: r.epoch}
+		if w.thread < 0 {
+			s.writer = w
+		}
+	}
+	return s
 }
 
 // unordered returns an access to the grain at off (in the current epoch)
