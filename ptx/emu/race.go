@@ -7,9 +7,10 @@ import "fmt"
 // Time between two completed CTA barriers is an epoch. For each 2-byte grain
 // of shared memory the detector keeps, for the current epoch, the last
 // writer and up to two readers; a bulk copy's landing stays the writer
-// past the epoch's end, as only its mbarrier orders it (current). An access conflicts with a recorded one
-// when they come from different threads, at least one writes, they are not
-// both atomic, and no synchronisation orders them. Within an epoch only
+// past the epoch's end, as only its mbarrier orders it (current). An
+// access conflicts with a recorded one when they come from different
+// threads, at least one writes, they are not both atomic, and no
+// synchronisation orders them. Within an epoch only
 // bar.warp.sync orders threads: the lanes of its member mask, after it. A
 // completed barrier (bar.sync/barrier.sync, with or without a thread count)
 // starts a new epoch for the whole CTA, so a barrier of a subset of the
