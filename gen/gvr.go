@@ -141,7 +141,7 @@ type topkShared struct {
 	reduce     region                     // block reductions of up to four values
 	p1         *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	sampleTop  region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
-	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (the fallback kernels only: sampleHistogram)
+	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (the fallback kernels only: countSample), then the points histogramGuess hands over
 	split      region                     // how many candidates Phase 4 selects from, and the sure ones after them (Config.SureSet)
 	cand       struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
 	stage      *staging                   // sorted output only
@@ -161,7 +161,7 @@ func newTopKShared(l *layout, cfg Config, withCand, withHist bool) topkShared {
 		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
 		s.sampleTop = l.alloc("sample_top", 4, 4)
 		if withHist {
-			s.sampleHist = l.alloc("sample_hist", 4*sampleBins, 16)
+			s.sampleHist = l.alloc("sample_hist", 4*(sampleBins+guessWords), 16)
 		}
 		if cfg.SureSet {
 			s.split = l.alloc("split", 8, 4)

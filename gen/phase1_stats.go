@@ -234,26 +234,33 @@ func (t *topk) sampleGuess(g guess, smp *sample) {
 	t.firstPoints(g, func(ptx.Reg) guess { return g })
 }
 
+// firstShares are the estimated counts of the first pass's points, as
+// multiples of the target.
+var firstShares = [firstPoints]float32{1, 1.6}
+
+// sureCount is the estimated count of the sure threshold (guess.sure).
+func (t *topk) sureCount() ptx.Operand { return ptx.Float(float32(sureShare * float64(t.cfg.K))) }
+
 // firstPoints sets the points the first pass counts: the ones whose
-// estimated counts are 1 and 1.6 times g's target and, with the sure set,
+// estimated counts are firstShares of g's target and, with the sure set,
 // the sure threshold, each by the log-count secant within bracket(its
 // count).
 func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
 	e := t.e
-	for i, f := range []float64{1, 1.6} {
+	for i, f := range firstShares {
 		x := t.f32()
-		e.Mul(x, g.target, ptx.Float(float32(f)))
+		e.Mul(x, g.target, ptx.Float(f))
 		t.logSecant(g.first[i], bracket(x), x, false, ptx.Pred{})
 	}
 	if t.cfg.SureSet {
 		sure := t.f32()
-		e.Mov(sure, ptx.Float(float32(sureShare*float64(t.cfg.K))))
+		e.Mov(sure, t.sureCount())
 		t.logSecant(g.sure, bracket(sure), sure, false, ptx.Pred{})
 	}
 }
 
 // histogramGuess is sampleGuess without a prediction: the sample's
-// histogram (sampleHistogram) brackets each count the first pass aims for
+// histogram (countSample) brackets each count the first pass aims for
 // between two bin edges, 1/64 of the range apart, and the log-count secant
 // within that bracket gives its point; the sure threshold too, which
 // sampleGuess extrapolates from the target's bracket instead. The fallback
@@ -262,23 +269,80 @@ func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
 // block reductions each, took 0.7-1 us more than the histogram; with a
 // prediction, the histogram costs as much as the two rounds sampleGuess
 // takes there (perf notes 113).
+//
+// Each point is worked out by a warp of its own, which hands it to the
+// others through shared memory (warp 0 the anchors too, its bracket's):
+// the points' chains of dependent instructions then run side by side,
+// and the other warps, four to a scheduler, issue none of them (perf
+// notes 128: 0.9 -> 0.55 us at batch 1, where every warp worked out
+// every point).
 func (t *topk) histogramGuess(g guess, smp *sample) {
 	e := t.e
 	e.Mov(g.target, smp.target)
 	t.storeSampleTop(smp)
-	h := t.sampleHistogram(smp)
-	anchors := true // the first bracket, the target's, is Phase 2's anchors
-	t.firstPoints(g, func(x ptx.Reg) guess {
-		b := h.bracket(x)
-		if anchors {
-			e.Mov(g.lo, b.lo)
-			e.Mov(g.cntLo, b.cntLo)
-			e.Mov(g.hi, b.hi)
-			e.Mov(g.cntHi, b.cntHi)
-			anchors = false
+	t.countSample(smp)
+	words := g.words() // where each goes, past the bins
+	points := len(words) - 4
+	at := func(word ptx.Operand) ptx.Addr {
+		if i, ok := word.(ptx.Imm); ok {
+			return t.smem.at(t.sampleHist, 4*(sampleBins+int(i)))
 		}
-		return b
-	})
+		a := t.smem.elem(t.sampleHist, word.(ptx.Reg), 4)
+		return ptx.At(a.Base, a.Off+4*sampleBins)
+	}
+	// With fewer warps than points (small blocks), warp w works out
+	// points w, w+warps, ...
+	warps := t.threads / warpSize
+	for first := 0; first < points; first += warps {
+		e.If(t.setp(ptx.LT, t.warp, ptx.Imm(int64(min(warps, points-first)))), func() {
+			p := t.u32() // my point: words[p]
+			e.Add(p, t.warp, ptx.Imm(int64(first)))
+			h := t.scanSample(smp)
+			// My point's count: the target times its share, or the sure
+			// threshold's.
+			var f ptx.Operand = ptx.Float(firstShares[0])
+			for i := 1; i < firstPoints; i++ {
+				fi := t.f32()
+				e.Selp(fi, ptx.Float(firstShares[i]), f, t.setp(ptx.EQ, p, ptx.Imm(int64(i))))
+				f = fi
+			}
+			x := t.f32()
+			e.Mul(x, g.target, f)
+			if t.cfg.SureSet {
+				e.Selp(x, t.sureCount(), x, t.setp(ptx.EQ, p, ptx.Imm(firstPoints)))
+			}
+			b := h.bracket(x)
+			pt := t.f32()
+			t.logSecant(pt, b, x, false, ptx.Pred{})
+			e.If(t.setp(ptx.EQ, t.lane, ptx.Imm(0)), func() {
+				e.St(ptx.SpaceShared, ptx.F32, at(p), pt)
+				e.If(t.setp(ptx.EQ, p, ptx.Imm(0)), func() {
+					for i, w := range []ptx.Reg{b.lo, b.cntLo, b.hi, b.cntHi} {
+						e.St(ptx.SpaceShared, ptx.F32, at(ptx.Imm(int64(points+i))), w)
+					}
+				})
+			})
+		})
+	}
+	t.sync()
+	for i, w := range words {
+		e.Ld(ptx.SpaceShared, w, at(ptx.Imm(int64(i))))
+	}
+}
+
+// guessWords is how many words a guess's points and anchors take at most
+// (guess.words).
+const guessWords = firstPoints + 1 + 4
+
+// words are g's points (the sure one last, if any) and its anchors (lo,
+// cntLo, hi, cntHi), not its target: the order histogramGuess hands them
+// over in.
+func (g guess) words() []ptx.Reg {
+	w := append([]ptx.Reg{}, g.first[:]...)
+	if g.sure.T != ptx.TypeInvalid {
+		w = append(w, g.sure)
+	}
+	return append(w, g.lo, g.cntLo, g.hi, g.cntHi)
 }
 
 // storeSampleTop keeps the sample's largest value's key, from which Phase
@@ -608,12 +672,12 @@ func (t *topk) estimateThreshold(s *sample, g guess, pts [4]ptx.Reg, rounds int)
 }
 
 // sampleBins is how many equal bins of the sample's value range its
-// histogram has (sampleHistogram), sampleBins/32 a lane of a warp: the
+// histogram has (countSample), sampleBins/32 a lane of a warp: the
 // first pass's points are interpolated within one bin, 1/64 of the range.
 const sampleBins = 64
 
-// sampleHist is the sample's histogram as every warp holds it after
-// sampleHistogram: lane l has bins B-1-P*l-q, q < P (B = sampleBins, P =
+// sampleHist is the sample's histogram as a warp holds it after
+// scanSample: lane l has bins B-1-P*l-q, q < P (B = sampleBins, P =
 // B/32, the top bins in lane 0), and est[q], the row count estimated at or
 // above bin B-1-P*l-q's lower edge.
 type sampleHist struct {
@@ -625,22 +689,16 @@ type sampleHist struct {
 	perLane int
 }
 
-// sampleHistogram counts the sample into sampleBins equal bins of its
-// range [min, max] in shared memory (a bin per value, NaN and values at
-// max in the top one, -Inf, which stands for no sample, in none), past a
-// barrier, then takes the counts at or above each bin's lower edge in
-// every warp: a warp scan of the bins from the top, the same in every
-// warp, so that no second barrier is needed. The counts are exact, so the
-// estimate, like its output, does not depend on the order of the adds.
-func (t *topk) sampleHistogram(smp *sample) *sampleHist {
+// countSample counts the sample into sampleBins equal bins of its range
+// [min, max] in shared memory (a bin per value, NaN and values at max in
+// the top one, -Inf, which stands for no sample, in none), then a barrier.
+// The counts are exact, so the estimate, like its output, does not depend
+// on the order of the adds.
+func (t *topk) countSample(smp *sample) {
 	e := t.e
 	B := int64(sampleBins)
-	P := sampleBins / warpSize
-	h := &sampleHist{t: t, smp: smp, w: t.f32(), n: t.f32(), perLane: P}
-	e.Cvt(h.n, t.n)
 	width, inv := t.f32(), t.f32()
 	e.Sub(width, smp.rng.max, smp.rng.min)
-	e.Mul(h.w, width, ptx.Float(1/float32(B)))
 	e.Div(inv, ptx.Float(float32(B)), width) // +Inf where every value is equal: all go to the top bin
 	for _, v := range smp.vals {
 		// max.f32 takes 0 over NaN; min, B-1 over +Inf.
@@ -657,6 +715,19 @@ func (t *topk) sampleHistogram(smp *sample) *sampleHist {
 		})
 	}
 	t.sync()
+}
+
+// scanSample, in a warp past countSample's barrier, takes the counts at or
+// above each bin's lower edge: a warp scan of the bins from the top.
+func (t *topk) scanSample(smp *sample) *sampleHist {
+	e := t.e
+	B := int64(sampleBins)
+	P := sampleBins / warpSize
+	h := &sampleHist{t: t, smp: smp, w: t.f32(), n: t.f32(), perLane: P}
+	e.Cvt(h.n, t.n)
+	width := t.f32()
+	e.Sub(width, smp.rng.max, smp.rng.min)
+	e.Mul(h.w, width, ptx.Float(1/float32(B)))
 	// My bins, from the top: B-1-P*lane down to B-P*(lane+1).
 	top := t.u32()
 	e.Mul(top, t.lane, ptx.Imm(int64(P)))
