@@ -141,7 +141,8 @@ type topkShared struct {
 	reduce     region                     // block reductions of up to four values
 	p1         *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	sampleTop  region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
-	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (the fallback kernels only: countSample), then the points histogramGuess hands over
+	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (the fallback kernels only: countSample)
+	guessOut   region                     // the first pass's points and anchors, as firstPoints hands them over (GVR pipeline only)
 	split      region                     // how many candidates Phase 4 selects from, and the sure ones after them (Config.SureSet)
 	cand       struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
 	stage      *staging                   // sorted output only
@@ -160,8 +161,9 @@ func newTopKShared(l *layout, cfg Config, withCand, withHist bool) topkShared {
 		s.cand.idx = l.alloc("cand_idx", 4*cfg.MaxCandidates, 16)
 		s.p1 = allocReductionRun(l, "p1_reduce", 4, warps)
 		s.sampleTop = l.alloc("sample_top", 4, 4)
+		s.guessOut = l.alloc("guess", 4*guessWords, 4)
 		if withHist {
-			s.sampleHist = l.alloc("sample_hist", 4*(sampleBins+guessWords), 16)
+			s.sampleHist = l.alloc("sample_hist", 4*sampleBins, 16)
 		}
 		if cfg.SureSet {
 			s.split = l.alloc("split", 8, 4)

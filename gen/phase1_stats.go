@@ -230,7 +230,7 @@ func (t *topk) sampleGuess(g guess, smp *sample) {
 	pts := [4]ptx.Reg{t.f32(), t.f32(), t.f32(), t.f32()}
 	t.evenPoints(pts, g.lo, g.hi)
 	t.estimateThreshold(smp, g, pts, predRounds)
-	// Every point from the target's bracket.
+	// Every point, and the anchors, from the target's bracket.
 	t.firstPoints(g, func(ptx.Reg) guess { return g })
 }
 
@@ -244,51 +244,22 @@ func (t *topk) sureCount() ptx.Operand { return ptx.Float(float32(sureShare * fl
 // firstPoints sets the points the first pass counts: the ones whose
 // estimated counts are firstShares of g's target and, with the sure set,
 // the sure threshold, each by the log-count secant within bracket(its
-// count).
+// count), and g's anchors (Phase 2's first secant) to the target's
+// bracket. A warp of its own works out each point (bracket is emitted in
+// it) and hands it to the others through shared memory, warp 0 the
+// anchors too: the points' chains of dependent instructions run side by
+// side, and the other warps, four to a scheduler, issue none of them
+// (perf notes 128: the fallback's estimate 0.9 -> 0.55 us at batch 1,
+// where every warp worked out every point).
 func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
 	e := t.e
-	for i, f := range firstShares {
-		x := t.f32()
-		e.Mul(x, g.target, ptx.Float(f))
-		t.logSecant(g.first[i], bracket(x), x, false, ptx.Pred{})
-	}
-	if t.cfg.SureSet {
-		sure := t.f32()
-		e.Mov(sure, t.sureCount())
-		t.logSecant(g.sure, bracket(sure), sure, false, ptx.Pred{})
-	}
-}
-
-// histogramGuess is sampleGuess without a prediction: the sample's
-// histogram (countSample) brackets each count the first pass aims for
-// between two bin edges, 1/64 of the range apart, and the log-count secant
-// within that bracket gives its point; the sure threshold too, which
-// sampleGuess extrapolates from the target's bracket instead. The fallback
-// counts no predicted minimum, so its estimate needs the precision of
-// four rounds of evenPoints (1/625 of the range), and those rounds, two
-// block reductions each, took 0.7-1 us more than the histogram; with a
-// prediction, the histogram costs as much as the two rounds sampleGuess
-// takes there (perf notes 113).
-//
-// Each point is worked out by a warp of its own, which hands it to the
-// others through shared memory (warp 0 the anchors too, its bracket's):
-// the points' chains of dependent instructions then run side by side,
-// and the other warps, four to a scheduler, issue none of them (perf
-// notes 128: 0.9 -> 0.55 us at batch 1, where every warp worked out
-// every point).
-func (t *topk) histogramGuess(g guess, smp *sample) {
-	e := t.e
-	e.Mov(g.target, smp.target)
-	t.storeSampleTop(smp)
-	t.countSample(smp)
-	words := g.words() // where each goes, past the bins
-	points := len(words) - 4
+	words := g.words()
+	points := len(words) - 4 // then the anchors
 	at := func(word ptx.Operand) ptx.Addr {
 		if i, ok := word.(ptx.Imm); ok {
-			return t.smem.at(t.sampleHist, 4*(sampleBins+int(i)))
+			return t.smem.at(t.guessOut, 4*int(i))
 		}
-		a := t.smem.elem(t.sampleHist, word.(ptx.Reg), 4)
-		return ptx.At(a.Base, a.Off+4*sampleBins)
+		return t.smem.elem(t.guessOut, word.(ptx.Reg), 4)
 	}
 	// With fewer warps than points (small blocks), warp w works out
 	// points w, w+warps, ...
@@ -297,7 +268,6 @@ func (t *topk) histogramGuess(g guess, smp *sample) {
 		e.If(t.setp(ptx.LT, t.warp, ptx.Imm(int64(min(warps, points-first)))), func() {
 			p := t.u32() // my point: words[p]
 			e.Add(p, t.warp, ptx.Imm(int64(first)))
-			h := t.scanSample(smp)
 			// My point's count: the target times its share, or the sure
 			// threshold's.
 			var f ptx.Operand = ptx.Float(firstShares[0])
@@ -311,7 +281,7 @@ func (t *topk) histogramGuess(g guess, smp *sample) {
 			if t.cfg.SureSet {
 				e.Selp(x, t.sureCount(), x, t.setp(ptx.EQ, p, ptx.Imm(firstPoints)))
 			}
-			b := h.bracket(x)
+			b := bracket(x)
 			pt := t.f32()
 			t.logSecant(pt, b, x, false, ptx.Pred{})
 			e.If(t.setp(ptx.EQ, t.lane, ptx.Imm(0)), func() {
@@ -335,14 +305,33 @@ func (t *topk) histogramGuess(g guess, smp *sample) {
 const guessWords = firstPoints + 1 + 4
 
 // words are g's points (the sure one last, if any) and its anchors (lo,
-// cntLo, hi, cntHi), not its target: the order histogramGuess hands them
-// over in.
+// cntLo, hi, cntHi), not its target: the order firstPoints hands them over
+// in.
 func (g guess) words() []ptx.Reg {
 	w := append([]ptx.Reg{}, g.first[:]...)
 	if g.sure.T != ptx.TypeInvalid {
 		w = append(w, g.sure)
 	}
 	return append(w, g.lo, g.cntLo, g.hi, g.cntHi)
+}
+
+// histogramGuess is sampleGuess without a prediction: the sample's
+// histogram (countSample) brackets each count the first pass aims for
+// between two bin edges, 1/64 of the range apart, and the log-count secant
+// within that bracket gives its point; the sure threshold too, which
+// sampleGuess extrapolates from the target's bracket instead. The fallback
+// counts no predicted minimum, so its estimate needs the precision of
+// four rounds of evenPoints (1/625 of the range), and those rounds, two
+// block reductions each, took 0.7-1 us more than the histogram; with a
+// prediction, the histogram costs as much as the two rounds sampleGuess
+// takes there (perf notes 113).
+func (t *topk) histogramGuess(g guess, smp *sample) {
+	e := t.e
+	e.Mov(g.target, smp.target)
+	t.storeSampleTop(smp)
+	t.countSample(smp)
+	// Each point's warp scans the histogram, past countSample's barrier.
+	t.firstPoints(g, func(x ptx.Reg) guess { return t.scanSample(smp).bracket(x) })
 }
 
 // storeSampleTop keeps the sample's largest value's key, from which Phase

@@ -78,5 +78,5 @@ var GVRTopK = ptx.Launch{
 		PtrAlign: 4,
 		T:        ptx.U64,
 	}},
-	SharedBytes: 30036,
+	SharedBytes: 30064,
 }
