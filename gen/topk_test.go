@@ -1338,12 +1338,7 @@ func TestFallbackOnePass(t *testing.T) {
 	cfg := gen.DefaultConfig()
 	cfg.Target = ptx.SM90
 	cfg.Instrument = true
-	const n, rowCount = 1 << 20, 8
-	x := topk.Synthetic{N: n, K: cfg.K, Seed: 1}.Rows(rowCount)
-	var cs []testCase
-	for r := range rowCount {
-		cs = append(cs, testCase{name: "synthetic", x: x[r*n : (r+1)*n]})
-	}
+	cs := syntheticCases(1<<20, 8, cfg.K, 1)
 	p, k := load(t, "topk_fallback", cfg)
 	idx, vals, stats := launchStats(t, p, k, cs, false)
 	checkRows(t, "topk_fallback", cs, cfg.K, idx, vals)
@@ -1372,12 +1367,7 @@ func TestFirstPointsHandedOver(t *testing.T) {
 	cfg.Target = ptx.SM90
 	cfg.Instrument = true
 	cfg.SureSet = true
-	const n, rowCount = 1 << 16, 4
-	x := topk.Synthetic{N: n, K: cfg.K, Seed: 2}.Rows(rowCount)
-	var cs []testCase
-	for r := range rowCount {
-		cs = append(cs, testCase{name: "synthetic", x: x[r*n : (r+1)*n]})
-	}
+	cs := syntheticCases(1<<16, 4, cfg.K, 2)
 	limit := uint32(1.25 * float64(cfg.K+(cfg.MaxCandidates-cfg.K)/8))
 	for _, name := range []string{"topk_fallback", "gvr_topk"} { // gvr_topk without a prediction
 		p, k := load(t, name, cfg)
@@ -1395,4 +1385,15 @@ func TestFirstPointsHandedOver(t *testing.T) {
 			}
 		}
 	}
+}
+
+// syntheticCases are rows rows of the paper's synthetic scores, n each
+// (gvrbench's rows for that seed).
+func syntheticCases(n, rows, K int, seed uint64) []testCase {
+	x := topk.Synthetic{N: n, K: K, Seed: seed}.Rows(rows)
+	cs := make([]testCase, rows)
+	for r := range cs {
+		cs[r] = testCase{name: "synthetic", x: x[r*n : (r+1)*n]}
+	}
+	return cs
 }
