@@ -238,9 +238,6 @@ func (t *topk) sampleGuess(g guess, smp *sample) {
 // multiples of the target.
 var firstShares = [firstPoints]float32{1, 1.6}
 
-// sureCount is the estimated count of the sure threshold (guess.sure).
-func (t *topk) sureCount() ptx.Operand { return ptx.Float(float32(sureShare * float64(t.cfg.K))) }
-
 // firstPoints sets the points the first pass counts: the ones whose
 // estimated counts are firstShares of g's target and, with the sure set,
 // the sure threshold, each by the log-count secant within bracket(its
@@ -279,7 +276,8 @@ func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
 			x := t.f32()
 			e.Mul(x, g.target, f)
 			if t.cfg.SureSet {
-				e.Selp(x, t.sureCount(), x, t.setp(ptx.EQ, p, ptx.Imm(firstPoints)))
+				sure := ptx.Float(float32(sureShare * float64(t.cfg.K)))
+				e.Selp(x, sure, x, t.setp(ptx.EQ, p, ptx.Imm(firstPoints)))
 			}
 			b := bracket(x)
 			pt := t.f32()
