@@ -32,7 +32,8 @@ func readReport(path string) (*Report, error) {
 
 // WriteComparison prints, for every kernel, batch, N and mode that both
 // reports timed, base's median, r's, and the change in percent (negative:
-// r is faster). The runs must have been taken on the same device model to
+// r is faster), and per mode each kernel's geometric mean of the changes
+// over those cells. The runs must have been taken on the same device model to
 // mean anything; a different one is named in the header.
 func (r *Report) WriteComparison(w io.Writer, base *Report) {
 	fmt.Fprintf(w, "compare: %q\n against: %q\n", r.Command, base.Command)
@@ -51,14 +52,19 @@ func (r *Report) WriteComparison(w io.Writer, base *Report) {
 	}
 	for _, mode := range []string{"cold", "warm", "graph"} {
 		var lines []string
+		// Per kernel, the sum of log(new/base) and the cells in it: the
+		// geometric mean of the changes, one figure for the whole A/B.
+		logs, cells := make([]float64, len(kernels)), make([]int, len(kernels))
 		for _, b := range r.batches() {
 			for _, n := range r.ns() {
 				line := fmt.Sprintf("%5d %7d", b, n)
 				any := false
-				for _, k := range kernels {
+				for i, k := range kernels {
 					nu, ba := r.median(b, n, mode, k), base.median(b, n, mode, k)
 					if nu > 0 && ba > 0 {
 						line += fmt.Sprintf(" | %7.1f %7.1f %+6.1f%%", ba, nu, 100*(nu-ba)/ba)
+						logs[i] += math.Log(nu / ba)
+						cells[i]++
 						any = true
 					} else {
 						line += fmt.Sprintf(" | %24s", "-")
@@ -72,6 +78,15 @@ func (r *Report) WriteComparison(w io.Writer, base *Report) {
 		if len(lines) == 0 {
 			continue
 		}
+		line := fmt.Sprintf("%13s", "geomean")
+		for i := range kernels {
+			if cells[i] == 0 {
+				line += fmt.Sprintf(" | %24s", "-")
+				continue
+			}
+			line += fmt.Sprintf(" | %15s %+6.1f%%", fmt.Sprintf("%d cells", cells[i]), 100*(math.Exp(logs[i]/float64(cells[i]))-1))
+		}
+		lines = append(lines, line)
 		fmt.Fprintf(w, "\n%s: median us, against -> this, change\n%5s %7s", mode, "batch", "N")
 		for _, k := range kernels {
 			fmt.Fprintf(w, " | %24s", k)

@@ -66,9 +66,10 @@
 //	gvrbench -from r.json -charts dir print and draw a saved report (-o); needs no GPU,
 //	                                  nor the cuda tag
 //	gvrbench -from new.json -compare base.json   an A/B: each median against the
-//	                                  other report's, with the change, and the phases and
-//	                                  the steps in them that moved (scripts/gpu-ab.sh
-//	                                  runs both binaries alternating and prints it)
+//	                                  other report's, with the change, its geometric mean
+//	                                  per kernel and mode, and the phases and the steps in
+//	                                  them that moved (scripts/gpu-ab.sh runs both
+//	                                  binaries alternating and prints it)
 //	gvrbench -bins 1024 -o b.json     every kernel with another configuration (also
 //	                                  -max-candidates, -block-size, -unroll: topk.Config's
 //	                                  knobs), to -compare with a default run: a sweep

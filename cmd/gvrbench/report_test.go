@@ -443,6 +443,8 @@ func TestComparison(t *testing.T) {
 		"    1    8192 |    13.0    12.0   -7.7% |    10.0    11.0  +10.0%",
 		"graph: median us",
 		"    1    8192 |     9.0     9.0   +0.0% |                        -",
+		"      geomean |         1 cells   -7.7% |         1 cells  +10.0%",
+		"      geomean |         1 cells   +0.0% |                        -",
 		"phases (instrumented kernels, cold, mean per row)",
 		"    1    8192 auto               |  4.00  3.50 -0.50 |  1.00  1.00 +0.00 |  1.50  1.50 +0.00 |  3.00  3.00 +0.00 | p1 values -0.50",
 	} {
@@ -455,6 +457,22 @@ func TestComparison(t *testing.T) {
 	}
 	if strings.Contains(out, "length") {
 		t.Errorf("a step that moved less than %v us is named:\n%s", stepMoved, out)
+	}
+}
+
+// The geomean row is the geometric mean of the changes: +10% and -10%
+// give -0.5%, not 0.
+func TestComparisonGeomean(t *testing.T) {
+	base := &Report{Device: Device{Name: "GPU"}, Kernels: []string{"auto"}}
+	nu := &Report{Device: Device{Name: "GPU"}, Kernels: []string{"auto"}}
+	for i, n := range []int{8192, 65536} {
+		base.Timings = append(base.Timings, Timing{Batch: 1, N: n, Mode: "cold", Kernel: "auto", MedianUS: 10})
+		nu.Timings = append(nu.Timings, Timing{Batch: 1, N: n, Mode: "cold", Kernel: "auto", MedianUS: []float64{11, 9}[i]})
+	}
+	var b strings.Builder
+	nu.WriteComparison(&b, base)
+	if want := "      geomean |         2 cells   -0.5%"; !strings.Contains(b.String(), want) {
+		t.Errorf("comparison lacks %q:\n%s", want, b.String())
 	}
 }
 
