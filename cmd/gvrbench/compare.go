@@ -33,8 +33,8 @@ func readReport(path string) (*Report, error) {
 // WriteComparison prints, for every kernel, batch, N and mode that both
 // reports timed, base's median, r's, and the change in percent (negative:
 // r is faster), and per mode each kernel's geometric mean of the changes
-// over those cells. The runs must have been taken on the same device model to
-// mean anything; a different one is named in the header.
+// over those cells. The runs must have been taken on the same device model
+// to mean anything; a different one is named in the header.
 func (r *Report) WriteComparison(w io.Writer, base *Report) {
 	fmt.Fprintf(w, "compare: %q\n against: %q\n", r.Command, base.Command)
 	if r.Device.Name != base.Device.Name {
