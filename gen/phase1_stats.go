@@ -327,9 +327,9 @@ func (t *topk) histogramGuess(g guess, smp *sample) {
 	e := t.e
 	e.Mov(g.target, smp.target)
 	t.storeSampleTop(smp)
-	t.countSample(smp)
+	width := t.countSample(smp)
 	// Each point's warp scans the histogram, past countSample's barrier.
-	t.firstPoints(g, func(x ptx.Reg) guess { return t.scanSample(smp).bracket(x) })
+	t.firstPoints(g, func(x ptx.Reg) guess { return t.scanSample(smp, width).bracket(x) })
 }
 
 // storeSampleTop keeps the sample's largest value's key, from which Phase
@@ -678,13 +678,14 @@ type sampleHist struct {
 
 // countSample counts the sample into sampleBins equal bins of its range
 // [min, max] in shared memory (a bin per value, NaN and values at max in
-// the top one, -Inf, which stands for no sample, in none), then a barrier.
-// The counts are exact, so the estimate, like its output, does not depend
-// on the order of the adds.
-func (t *topk) countSample(smp *sample) {
+// the top one, -Inf, which stands for no sample, in none), then a barrier,
+// and returns the range's width. The counts are exact, so the estimate,
+// like its output, does not depend on the order of the adds.
+func (t *topk) countSample(smp *sample) (width ptx.Reg) {
 	e := t.e
 	B := int64(sampleBins)
-	width, inv := t.f32(), t.f32()
+	width = t.f32()
+	inv := t.f32()
 	e.Sub(width, smp.rng.max, smp.rng.min)
 	e.Div(inv, ptx.Float(float32(B)), width) // +Inf where every value is equal: all go to the top bin
 	for _, v := range smp.vals {
@@ -702,18 +703,18 @@ func (t *topk) countSample(smp *sample) {
 		})
 	}
 	t.sync()
+	return width
 }
 
 // scanSample, in a warp past countSample's barrier, takes the counts at or
-// above each bin's lower edge: a warp scan of the bins from the top.
-func (t *topk) scanSample(smp *sample) *sampleHist {
+// above each bin's lower edge: a warp scan of the bins from the top. width
+// is the sample's range's (countSample's).
+func (t *topk) scanSample(smp *sample, width ptx.Reg) *sampleHist {
 	e := t.e
 	B := int64(sampleBins)
 	P := sampleBins / warpSize
 	h := &sampleHist{t: t, smp: smp, w: t.f32(), n: t.f32(), perLane: P}
 	e.Cvt(h.n, t.n)
-	width := t.f32()
-	e.Sub(width, smp.rng.max, smp.rng.min)
 	e.Mul(h.w, width, ptx.Float(1/float32(B)))
 	// My bins, from the top: B-1-P*lane down to B-P*(lane+1).
 	top := t.u32()
