@@ -252,12 +252,7 @@ func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
 	e := t.e
 	words := g.words()
 	points := len(words) - 4 // then the anchors
-	at := func(word ptx.Operand) ptx.Addr {
-		if i, ok := word.(ptx.Imm); ok {
-			return t.smem.at(t.guessOut, 4*int(i))
-		}
-		return t.smem.elem(t.guessOut, word.(ptx.Reg), 4)
-	}
+	word := func(i int) ptx.Addr { return t.smem.at(t.guessOut, 4*i) }
 	// With fewer warps than points (small blocks), warp w works out
 	// points w, w+warps, ...
 	warps := t.threads / warpSize
@@ -283,10 +278,10 @@ func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
 			pt := t.f32()
 			t.logSecant(pt, b, x, false, ptx.Pred{})
 			e.If(t.setp(ptx.EQ, t.lane, ptx.Imm(0)), func() {
-				e.St(ptx.SpaceShared, ptx.F32, at(p), pt)
+				e.St(ptx.SpaceShared, ptx.F32, t.smem.elem(t.guessOut, p, 4), pt)
 				e.If(t.setp(ptx.EQ, p, ptx.Imm(0)), func() {
 					for i, w := range []ptx.Reg{b.lo, b.cntLo, b.hi, b.cntHi} {
-						e.St(ptx.SpaceShared, ptx.F32, at(ptx.Imm(int64(points+i))), w)
+						e.St(ptx.SpaceShared, ptx.F32, word(points+i), w)
 					}
 				})
 			})
@@ -294,7 +289,7 @@ func (t *topk) firstPoints(g guess, bracket func(x ptx.Reg) guess) {
 	}
 	t.sync()
 	for i, w := range words {
-		e.Ld(ptx.SpaceShared, w, at(ptx.Imm(int64(i))))
+		e.Ld(ptx.SpaceShared, w, word(i))
 	}
 }
 
