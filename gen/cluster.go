@@ -467,15 +467,22 @@ type clusterRow struct {
 // newClusterKernel starts cluster kernel name for cfg, one row per
 // cluster of cfg.Cluster CTAs: its module, its CTA context, and its row,
 // from the parameters every cluster kernel begins with, (scores,
-// row_stride, lengths).
+// row_stride, lengths; a null lengths: every row is row_stride long).
 func newClusterKernel(name string, cfg Config) (*ptx.Module, *cta, clusterRow) {
 	m, e, sv := kernelModule(name, cfg)
 	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
 	c.perCluster(cfg.cluster())
 	scores, stride := c.globalParam("scores"), e.LdParam(e.Param("row_stride", ptx.U64))
-	lengths := c.globalParam("lengths")
+	lengths := e.LdParam(pointerParam(e, "lengths", 4))
 	row := clusterRow{id: c.rowID(), n: c.u32()}
-	e.Ld(ptx.SpaceGlobal, row.n, c.elemAddr(lengths, row.id, 4))
+	// A null lengths is a dense batch, as for the Top-K kernels.
+	e.IfElse(c.setp(ptx.EQ, lengths, ptx.Imm(0)), func() {
+		e.Cvt(row.n, stride)
+	}, func() {
+		g := c.u64()
+		e.CvtaToGlobal(g, lengths)
+		e.Ld(ptx.SpaceGlobal, row.n, c.elemAddr(g, row.id, 4))
+	})
 	row.addr = c.rowAddr(scores, stride, row.id)
 	return m, c, row
 }

@@ -106,7 +106,8 @@
 // candidate walk stay inlined.
 // The output is written in walk order from block prefix sums, or in rank
 // order with Sorted: bit-identical run to run. The serving contracts are
-// parameters of every Top-K kernel: next_n (speculative-decoding rows),
+// parameters of every Top-K kernel: lengths (null for a dense batch, every
+// row row_stride long), next_n (speculative-decoding rows),
 // row_starts and abs_idx (windows), out_count, and the page-table output (pages.go);
 // 16-bit scores are a Config.Scores of every Top-K kernel. With
 // Config.DependentLaunch a kernel starts with griddepcontrol.wait, and may

@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"math"
+
 	"github.com/gvr-go/gvr/ptx"
 )
 
@@ -191,7 +193,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	m, e, sv := kernelModule(name, cfg)
 	pScores := pointerParam(e, "scores", cfg.Scores.Size())
 	pStride := e.Param("row_stride", ptx.U64)
-	pLengths := pointerParam(e, "lengths", 4)
+	pLengths := pointerParam(e, "lengths", 4) // null: every row is row_stride long
 	pNextN := e.Param("next_n", ptx.U64)
 	pStarts := pointerParam(e, "row_starts", 4) // null: windows start at 0
 	pAbs := e.Param("abs_idx", ptx.U64)         // nonzero: indices count from the row's start, not the window's
@@ -253,21 +255,30 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	// the row. The length is lengths[r]; or, with next_n > 1 (speculative
 	// decoding: next_n rows per sequence, lengths holding the sequences'),
 	// row r's is lengths[r/next_n] - next_n + 1 + r%next_n, the causal
-	// length of the r%next_n-th new token.
-	lengths := t.global(pLengths)
+	// length of the r%next_n-th new token. A null lengths is a dense
+	// batch, every row row_stride long: then the launch starts without
+	// the length's load, a memory round trip that everything after it
+	// waits for (perf notes 139).
 	n := t.s32()
 	nextN := t.u32()
 	e.Cvt(nextN, e.LdParam(pNextN))
-	e.IfElse(t.setp(ptx.GT, nextN, ptx.Imm(1)), func() {
-		seq, q := t.u32(), t.u32()
-		e.Div(seq, r, nextN)
-		e.Rem(q, r, nextN)
-		e.Ld(ptx.SpaceGlobal, n, t.elemAddr(lengths, seq, 4))
-		e.Sub(n, n, nextN)
-		e.Add(n, n, ptx.Imm(1))
-		e.Add(n, n, q)
+	lengthsP := e.LdParam(pLengths)
+	e.IfElse(t.setp(ptx.EQ, lengthsP, ptx.Imm(0)), func() {
+		e.Mov(n, ptx.Imm(math.MaxInt32)) // the clamp makes it row_stride
 	}, func() {
-		e.Ld(ptx.SpaceGlobal, n, t.elemAddr(lengths, r, 4))
+		lengths := t.u64()
+		e.CvtaToGlobal(lengths, lengthsP)
+		e.IfElse(t.setp(ptx.GT, nextN, ptx.Imm(1)), func() {
+			seq, q := t.u32(), t.u32()
+			e.Div(seq, r, nextN)
+			e.Rem(q, r, nextN)
+			e.Ld(ptx.SpaceGlobal, n, t.elemAddr(lengths, seq, 4))
+			e.Sub(n, n, nextN)
+			e.Add(n, n, ptx.Imm(1))
+			e.Add(n, n, q)
+		}, func() {
+			e.Ld(ptx.SpaceGlobal, n, t.elemAddr(lengths, r, 4))
+		})
 	})
 	e.Max(n, n, ptx.Imm(0))
 	t.n = t.u32()

@@ -228,6 +228,13 @@ func launchStats(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, rac
 // in which a cluster's CTAs and bulk copies advance).
 func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race bool, seed uint64) ([][]int32, [][]float32, [][]byte) {
 	t.Helper()
+	return launchRows(t, p, k, cs, race, seed, false)
+}
+
+// launchRows is launchSeed; with dense, the rows (all of one length) lie
+// at that stride and the lengths pointer is null: a dense batch.
+func launchRows(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race bool, seed uint64, dense bool) ([][]int32, [][]float32, [][]byte) {
+	t.Helper()
 	K := k.Config.K
 	stride := 1
 	pstride := 1
@@ -235,7 +242,15 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 		stride = max(stride, len(c.x))
 		pstride = max(pstride, len(c.pred))
 	}
-	stride |= 1
+	if dense {
+		for r, c := range cs {
+			if len(c.x) != stride {
+				t.Fatalf("a dense batch's rows are all %d long; row %d (%s) is %d", stride, r, c.name, len(c.x))
+			}
+		}
+	} else {
+		stride |= 1
+	}
 	mem := emu.NewMemory()
 	host := make([]float32, len(cs)*stride)
 	lens := make([]int32, len(cs))
@@ -272,7 +287,10 @@ func launchSeed(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 	} else {
 		scores = mem.AllocF32s(host)
 	}
-	lengths := mem.AllocI32s(lens)
+	var lengths uint64 // null: a dense batch
+	if !dense {
+		lengths = mem.AllocI32s(lens)
+	}
 	outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
 	outVals := mem.AllocF32s(make([]float32, len(cs)*K))
 	args := k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(stride)).Set("lengths", lengths).
@@ -1085,6 +1103,50 @@ func servingKernels(gvr gen.Config, c, maxN int) []struct {
 		name string
 		cfg  gen.Config
 	}{{"gvr_topk", gvr}, {"topk_fallback", sorted}, {"topk_radix", plain}, {"gvr_topk_cluster", cluster}}
+}
+
+// TestDenseBatch: a null lengths pointer is a dense batch, every row
+// row_stride long, in every Top-K kernel: each row exact, and where the
+// rows lie as they do with their lengths (an odd n: launchRows pads the
+// stride to odd), the same output. Without it the kernels load the length
+// from address zero, which the interpreter reports.
+func TestDenseBatch(t *testing.T) {
+	clusterCfg := cfgK16
+	clusterCfg.Cluster, clusterCfg.MaxN = 2, 128 // past MaxN the slices read global memory
+	for _, tc := range []struct {
+		name string
+		cfg  gen.Config
+		n    int
+	}{
+		{"gvr_topk", cfgK16, 301}, {"topk_fallback", cfgK16, 300}, {"topk_radix", cfgK16, 301},
+		{"gvr_topk", cfgK16, 41},      // held: n <= MaxCandidates
+		{"topk_fallback", cfgK16, 11}, // shorter than K
+		{"gvr_topk_cluster", clusterCfg, 301}, {"topk_fallback_cluster", clusterCfg, 300},
+	} {
+		t.Run(fmt.Sprintf("%s/n=%d", tc.name, tc.n), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.n), 7))
+			var cs []testCase
+			for _, c := range rows(r, tc.cfg.K, tc.cfg.MaxCandidates, tc.n) {
+				if len(c.x) == tc.n {
+					cs = append(cs, c)
+				}
+			}
+			if len(cs) < 3 {
+				t.Fatalf("%d rows of %d elements", len(cs), tc.n)
+			}
+			predict(r, cs, "partial", tc.cfg.K)
+			p, k := load(t, tc.name, tc.cfg)
+			idx, vals, _ := launchRows(t, p, k, cs, true, 0, true)
+			checkRows(t, tc.name+" dense", cs, tc.cfg.K, idx, vals)
+			if tc.n%2 == 0 {
+				return // another stride: the slots' order may differ
+			}
+			wantIdx, wantVals, _ := launchRows(t, p, k, cs, true, 0, false)
+			if diff := cmp.Diff(fmt.Sprint(wantIdx, wantVals), fmt.Sprint(idx, vals)); diff != "" {
+				t.Errorf("dense batch against lengths (-lengths +dense):\n%s", diff)
+			}
+		})
+	}
 }
 
 // TestInstrumentMarks: the instrumented kernels' marks inside Phases 1 and
