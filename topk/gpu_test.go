@@ -799,6 +799,68 @@ func TestGraphReplay(t *testing.T) {
 	}
 }
 
+// TestDenseBatch: a batch with neither Lengths nor DeviceLengths is
+// dense, every row Stride long: on every kind of kernel the selector picks
+// (one CTA, a cluster, a cluster whose row streams), a decode loop's steps
+// give exactly the output of the same loop with the rows' lengths on the
+// device, bit for bit, the dense one replayed from a CUDA graph.
+func TestDenseBatch(t *testing.T) {
+	d := gpu(t)
+	const rows, steps = 3, 4
+	for _, n := range []int{8192, 65536, 1 << 20} {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cfg := Config{MaxRows: rows, Values: true, Device: d}
+			dense, err := NewSelector(cfg)
+			must(t, err)
+			defer dense.Close()
+			withLengths, err := NewSelector(cfg)
+			must(t, err)
+			defer withLengths.Close()
+			k := cfg.withDefaults().K
+			st, err := d.NewStream()
+			must(t, err)
+			defer st.Close()
+			scores, lenBuf := alloc(t, d, 4*rows*n), alloc(t, d, 4*rows)
+			lengths := []int32{int32(n), int32(n), int32(n)}
+			must(t, runtime.Upload(lenBuf, lengths))
+			var g stepGraph
+			defer g.close()
+			var res Result
+			for step := range steps {
+				host := make([]float32, 0, rows*n)
+				for r := range rows {
+					host = append(host, syntheticRow(n, uint64(100*step+r))...)
+				}
+				must(t, runtime.UploadAsync(st, scores, host))
+				g.run(t, st, step, func() error {
+					var err error
+					res, err = dense.Select(0, Batch{Scores: scores, Stride: n, Rows: rows}, st)
+					return err
+				})
+				must(t, st.Synchronize())
+				di, dv := readResult(t, res)
+				lres, err := withLengths.Select(0, Batch{Scores: scores, Stride: n, Rows: rows, DeviceLengths: lenBuf}, nil)
+				must(t, err)
+				li, lv := readResult(t, lres)
+				if res.Kernel != lres.Kernel || res.Cluster != lres.Cluster {
+					t.Fatalf("step %d: the dense batch ran %s C%d, the one with lengths %s C%d", step, res.Kernel, res.Cluster, lres.Kernel, lres.Cluster)
+				}
+				if !slices.Equal(di, li) || !slices.Equal(math32bits(dv), math32bits(lv)) {
+					t.Fatalf("step %d (%s C%d): the dense batch's output differs from the one with lengths", step, res.Kernel, res.Cluster)
+				}
+				for r := range rows {
+					x := host[r*n : (r+1)*n]
+					want, _ := Reference(x, k, false)
+					if err := checkRow(x, want, di[r*k:(r+1)*k], dv[r*k:(r+1)*k], false); err != nil {
+						t.Fatalf("step %d row %d: %v", step, r, err)
+					}
+				}
+				t.Logf("step %d: %s C%d, exact and the same as with lengths", step, res.Kernel, res.Cluster)
+			}
+		})
+	}
+}
+
 // TestSelectHost is the host-slice convenience call.
 func TestSelectHost(t *testing.T) {
 	d := gpu(t)
@@ -873,7 +935,7 @@ func TestSelectorErrors(t *testing.T) {
 		{"nil scores", 0, with(func(b *Batch) { b.Scores = nil }), "Scores is nil"},
 		{"freed scores", 0, with(func(b *Batch) { b.Scores = freed }), "after Free"},
 		{"scores too small", 0, with(func(b *Batch) { b.Scores = small }), "holds"},
-		{"no lengths", 0, with(func(b *Batch) { b.Lengths = nil }), "no lengths"},
+		{"NextN without lengths", 0, with(func(b *Batch) { b.Lengths, b.NextN = nil, 2 }), "without lengths"},
 		{"both lengths", 0, with(func(b *Batch) { b.DeviceLengths = lens }), "both"},
 		{"lengths count", 0, with(func(b *Batch) { b.Lengths = []int32{1, 2} }), "2 Lengths for 4 rows"},
 		{"negative length", 0, with(func(b *Batch) { b.Lengths = []int32{1, -1, 3, 4} }), "Lengths[1] = -1"},

@@ -254,12 +254,15 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if b.AbsoluteIndices {
 		abs = 1
 	}
-	lengths := b.DeviceLengths
+	var lengths uint64 // null: a dense batch
+	if b.DeviceLengths != nil {
+		lengths = b.DeviceLengths.Ptr()
+	}
 	if b.Lengths != nil {
 		if err := runtime.UploadAsync(st, l.lengths, b.Lengths); err != nil {
 			return Result{}, fmt.Errorf("topk: Select (layer %d): copying the lengths: %w", layer, err)
 		}
-		lengths = l.lengths
+		lengths = l.lengths.Ptr()
 	}
 	n := b.Stride // the longest row
 	if b.Lengths != nil {
@@ -303,7 +306,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if b.Pages != nil {
 		pages, table = b.Pages.Ptr(), b.PageTable.Ptr()
 	}
-	args.Set("scores", b.Scores.Ptr()).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths.Ptr()).
+	args.Set("scores", b.Scores.Ptr()).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths).
 		Set("next_n", uint64(b.NextN)).Set("row_starts", startsPtr).Set("abs_idx", abs).Set("out_idx", l.idx.Ptr()).Set("out_vals", vals).Set("out_count", counts).
 		Set("page_table", table).Set("page_table_stride", uint64(b.PageTableStride)).Set("page_size", uint64(b.PageSize)).
 		Set("out_pages", pages)
@@ -389,8 +392,8 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 		return fmt.Errorf("K = %d is larger than the row stride %d", c.K, b.Stride)
 	case b.Scores == nil:
 		return errors.New("Batch.Scores is nil")
-	case b.Lengths == nil && b.DeviceLengths == nil:
-		return errors.New("the batch has no lengths: set Lengths or DeviceLengths")
+	case b.Lengths == nil && b.DeviceLengths == nil && b.NextN > 1:
+		return fmt.Errorf("NextN = %d without lengths: a sequence's rows need its length (Lengths or DeviceLengths)", b.NextN)
 	case b.Lengths != nil && b.DeviceLengths != nil:
 		return errors.New("the batch has both Lengths and DeviceLengths: set one")
 	case b.NextN < 0:
@@ -419,6 +422,9 @@ func (s *Selector) check(b Batch, st *runtime.Stream) error {
 	}
 	if b.DeviceLengths != nil {
 		return onDevice("DeviceLengths", b.DeviceLengths, 4*lens)
+	}
+	if b.Lengths == nil {
+		return nil // a dense batch
 	}
 	if len(b.Lengths) != lens {
 		if b.NextN > 1 {
@@ -514,12 +520,6 @@ func selectHost[T float32 | uint16](s *Selector, name string, layer int, scores 
 		return nil, nil, fmt.Errorf("topk: %s: %d scores are not whole rows of stride %d", name, len(scores), stride)
 	}
 	rows := len(scores) / stride
-	if lengths == nil {
-		lengths = make([]int32, rows)
-		for r := range lengths {
-			lengths[r] = int32(min(stride, 1<<31-1))
-		}
-	}
 	// One critical section from the copy in to the copy out: the scores
 	// buffer and the layer's output are shared by every call.
 	s.mu.Lock()
@@ -531,6 +531,7 @@ func selectHost[T float32 | uint16](s *Selector, name string, layer int, scores 
 	if err := runtime.Upload(scoresBuf, scores); err != nil {
 		return nil, nil, fmt.Errorf("topk: %s: %w", name, err)
 	}
+	// Without lengths, a dense batch: every row whole.
 	res, err := s.selectLocked(layer, Batch{Scores: scoresBuf, Stride: stride, Rows: rows, Lengths: lengths}, nil)
 	if err != nil {
 		return nil, nil, err
