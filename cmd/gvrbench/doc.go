@@ -36,7 +36,9 @@
 // cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
 // and with -mode graph, launches replayed from a CUDA graph (kernel time
 // without the host's launch and event overhead: how FlashInfer, vLLM and
-// SGLang publish theirs), all on the same data in the same run; checks every output against
+// SGLang publish theirs), all on the same data in the same run (every row
+// N long, its length in a device array, or with -dense a dense batch,
+// no lengths at all: topk.Batch without them); checks every output against
 // the CPU reference (topk.Reference); and runs the instrumented kernels
 // for a per-phase breakdown (cold; -phases-warm: warm, for what a cold
 // row's misses add to each step). It prints a table, or JSON with -json, and a

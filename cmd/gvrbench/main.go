@@ -56,6 +56,7 @@ type options struct {
 	keep           bool         // -keep-over: and keeping a long row's excess's high vectors too
 	sure           bool         // -sure-set: and setting apart the candidates sure to be in the Top-K too
 	dependent      bool         // -dependent: every launch a programmatic dependent one
+	dense          bool         // -dense: a null lengths pointer, every row N long
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -77,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep-over", false, "also time each cluster Top-K kernel (with -mbarrier-rounds: each +mbar one) keeping, in rows longer than its cluster holds, which vectors of the excess hold high elements, to load only those again (columns cgvr16+keep, cgvr16+mbar+keep; gen.Config.KeepOver); with -tune, the choice may take it")
 	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
 	fs.BoolVar(&o.dependent, "dependent", false, "build every kernel for a programmatic dependent launch and launch it so (topk.Config.DependentLaunch, runtime.Kernel.LaunchDependent; sm_90+): graph-replayed, each launch may then be scheduled while the one before it runs, and waits for its end, as in a decode step whose kernels all allow it; cold and warm launches follow a copy or an event, and run as plain ones")
+	fs.BoolVar(&o.dense, "dense", false, "launch every kernel on a dense batch: a null lengths pointer, every row N long (a topk.Batch without lengths), so that no kernel loads a length before its row")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
 	fs.IntVar(&o.steps, "steps", 32, "-replay: decode steps")
@@ -541,7 +543,11 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	if col.wide {
 		scores = d.wide[col.scores]
 	}
-	a := k.Args().Set("scores", scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", d.lengths.Ptr())
+	lengths := d.lengths.Ptr()
+	if b.o.dense {
+		lengths = 0 // every row is row_stride = N long
+	}
+	a := k.Args().Set("scores", scores.Ptr()).Set("row_stride", uint64(d.n)).Set("lengths", lengths)
 	if isFloor(name) {
 		return a.Set("held", d.out[name].Ptr())
 	}
