@@ -1006,6 +1006,7 @@ func TestSelectNoAllocs(t *testing.T) {
 	}{
 		{"DeviceLengths", Batch{Scores: scores, Stride: stride, Rows: 8, DeviceLengths: lens}},
 		{"host Lengths", Batch{Scores: scores, Stride: stride, Rows: 8, Lengths: lengths}},
+		{"no lengths (dense)", Batch{Scores: scores, Stride: stride, Rows: 8}},
 	} {
 		var serr error
 		allocs := testing.AllocsPerRun(50, func() {
