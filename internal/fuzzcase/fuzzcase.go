@@ -54,7 +54,7 @@ type Params struct {
 	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
 	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
 	Pred    uint8  // gvr_topk's prediction: Preds[Pred % len(Preds)]
-	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55), KeepOver (bit 54) and, with Flags bits 6-7, Cluster (bit 53); SureSet (bit 52)
+	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55), KeepOver (bit 54) and, with Flags bits 6-7, Cluster (bit 53); SureSet (bit 52); with no empty rows before a nonempty row, a dense batch (bit 51: Case.Dense)
 }
 
 // Args are p's fields in order: the arguments of a fuzz function that
@@ -100,6 +100,7 @@ type Case struct {
 	Config gen.Config // valid
 	N      int        // the row length
 	Lead   int        // empty rows launched before the row (so, with an odd stride, it starts at any alignment)
+	Dense  bool       // no Lead, the row at stride N and a null lengths pointer: a dense batch
 	Values bool       // whether out_vals is given (a nil pointer means no value writes)
 	Fill   Fill
 	Pred   Pred
@@ -181,6 +182,7 @@ func (p Params) Case(maxN int) (Case, error) {
 		Config: cfg,
 		N:      n,
 		Lead:   int(p.Flags>>2) & 3,
+		Dense:  p.Seed>>51&1 != 0 && p.Flags>>2&3 == 0 && n > 0,
 		Values: p.Flags&2 == 0,
 		Fill:   Fills[int(p.Fill)%len(Fills)],
 		Pred:   Preds[int(p.Pred)%len(Preds)],
@@ -199,6 +201,9 @@ func (c Case) String() string {
 	}
 	if !c.Values {
 		s += " no-values"
+	}
+	if c.Dense {
+		s += " dense"
 	}
 	return s + fmt.Sprintf(" [maxN %d, %+v]", c.MaxN, c.Params)
 }

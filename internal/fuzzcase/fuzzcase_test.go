@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/topk"
 )
 
 // randomParams are Params with every byte random, as a fuzzer's mutations
@@ -213,6 +214,44 @@ func TestBatch(t *testing.T) {
 					t.Errorf("%s: %s = %d, want %d", k.Name, name, v, want)
 				}
 			}
+		}
+	}
+}
+
+// Seed bit 51 makes a case without empty lead rows dense: its row alone,
+// at stride N, launched with a null lengths pointer; with lead rows it
+// stays a batch with lengths. The dense launch is exact in the
+// interpreter.
+func TestDenseCase(t *testing.T) {
+	for _, lead := range []uint8{0, 2} {
+		c, err := Params{Kernel: 1, K: 30, N: 4 * 301, Flags: lead << 2, Seed: 1<<51 | 9}.Case(InterpMaxN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Dense != (lead == 0) {
+			t.Fatalf("lead %d: Dense = %v", lead, c.Dense)
+		}
+		x := c.Row()
+		b := c.Batch(x, nil)
+		if !c.Dense {
+			continue
+		}
+		if b.Rows() != 1 || b.Stride != len(x) || !b.Dense {
+			t.Fatalf("dense batch: %d rows, stride %d for n = %d, Dense %v", b.Rows(), b.Stride, len(x), b.Dense)
+		}
+		l, err := Load(c.Kernel, c.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := b.Set(l.Kernel.Launch.Args(), 4, 8, 12, 16, 20).Value("lengths"); v != 0 {
+			t.Errorf("a dense batch's lengths = %d, want the null pointer", v)
+		}
+		out, err := RunEmu(l.Program, l.Kernel, b, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := topk.Check(x, c.Config.K, c.Config.Sorted, out.Idx, out.Vals); err != nil {
+			t.Errorf("%v: %v", c, err)
 		}
 	}
 }

@@ -13,12 +13,15 @@ import (
 // Batch is a case laid out for a launch: Lead empty rows, then the row, one
 // CTA each, Stride floats apart. The stride is odd, so rows start at
 // different alignments, and the slack past each row's length holds NaN, the
-// largest key: a kernel that reads past a length picks it up.
+// largest key: a kernel that reads past a length picks it up. A dense
+// case's batch is its row alone, Stride = N, launched with a null lengths
+// pointer (Lengths still says N).
 type Batch struct {
 	Scores     []float32 // Rows() rows of Stride (float32 scores)
 	Scores16   []uint16  // or of 16-bit scores (Config.Scores)
 	Stride     int
 	Lengths    []int32
+	Dense      bool    // launch with a null lengths pointer
 	Pred       []int32 // Rows() rows of PredStride; every row gets the prediction
 	PredStride int
 	PredCount  int // 0: no prediction
@@ -32,8 +35,11 @@ func (b Batch) Rows() int { return len(b.Lengths) }
 // Batch lays out c with row x and prediction pred.
 func (c Case) Batch(x []float32, pred []int32) Batch {
 	rows := c.Lead + 1
-	b := Batch{Stride: len(x) | 1, Lengths: make([]int32, rows), PredStride: max(1, len(pred)) + 2,
+	b := Batch{Stride: len(x) | 1, Lengths: make([]int32, rows), Dense: c.Dense, PredStride: max(1, len(pred)) + 2,
 		PredCount: len(pred), K: c.Config.K, Values: c.Values}
+	if c.Dense {
+		b.Stride = len(x)
+	}
 	b.Scores = make([]float32, rows*b.Stride)
 	for i := range b.Scores {
 		b.Scores[i] = float32(math.NaN())
@@ -65,8 +71,12 @@ const (
 
 // Set sets a's arguments for b (a kernel's launch contract's, by name),
 // given the addresses of its buffers (vals is passed only when b.Values;
-// the prediction only to a kernel that takes one) and returns a.
+// the prediction only to a kernel that takes one; lengths not in a dense
+// batch, which passes the null pointer) and returns a.
 func (b Batch) Set(a *ptx.Args, scores, lengths, pred, idx, vals uint64) *ptx.Args {
+	if b.Dense {
+		lengths = 0
+	}
 	a.Set("scores", scores).Set("row_stride", uint64(b.Stride)).Set("lengths", lengths).Set("out_idx", idx)
 	if a.Launch().Param("pred") != nil {
 		a.Set("pred", pred).Set("pred_stride", uint64(b.PredStride)).Set("pred_count", uint64(b.PredCount))
