@@ -203,7 +203,7 @@ func (c Case) String() string {
 		s += " no-values"
 	}
 	if c.Dense {
-		s += " dense"
+		s += " no-lengths" // a dense batch ("+dense" among the specials is another thing)
 	}
 	return s + fmt.Sprintf(" [maxN %d, %+v]", c.MaxN, c.Params)
 }
