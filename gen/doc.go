@@ -85,14 +85,14 @@
 //     follow and, if only some of the elements equal to the K-th key fit, a
 //     select on their inverted indices, so ties go to the lowest indices.
 //
-// A row that fits the candidate buffer (K < n <= MaxCandidates) skips Phases
-// 1-3 in one CTA per row (held.go: heldSelect, PathHeld): it is loaded into
-// the buffer once, and Phase 4's select runs over the keys at or above a bound
-// on the K-th one (the least of every thread's ceil(K/B)-th largest key: at
-// least K keys reach it; the keys are stored beside the values once), 32-37%
-// faster than the four phases at 2K-6K on an H100, slower from 8K, where the
-// select's walks over all of the row cost more than Phases 1-3 save (perf
-// notes 58-61).
+// A row of at most 2K elements (K < n <= Config.HeldMax()) skips Phases 1-3
+// in one CTA per row (held.go: heldSelect, PathHeld): it is loaded into the
+// candidate buffer once, and Phase 4's select runs over the keys at or above
+// a bound on the K-th one (the least of every thread's ceil(K/B)-th largest
+// key: at least K keys reach it; the keys are stored beside the values once),
+// faster than the four phases up to 4K at K = 2048 on an H100, slower from
+// 5K, where the select's walks over all of the row cost more than Phases 1-3
+// save (perf notes 58-61, 144).
 //
 // Without a prediction (topk_fallback, or gvr_topk with an empty or garbage
 // one) the first guess comes from a strided row sample held in registers.

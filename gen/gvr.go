@@ -33,7 +33,7 @@ const (
 	PathCopy  = 0 // n <= K: every element
 	PathGVR   = 1 // threshold bracketed, candidates refined in shared memory
 	PathExact = 2 // radix select over the row
-	PathHeld  = 3 // K < n <= MaxCandidates: the row held in shared memory and selected there (heldSelect)
+	PathHeld  = 3 // K < n <= Config.HeldMax(): the row held in shared memory and selected there (heldSelect)
 )
 
 // Phase 2 tuning.
@@ -501,8 +501,8 @@ func genRadix(cfg Config) (*Kernel, error) {
 // 2 and 3 over its slice, combining across the cluster; then the
 // candidates are in the leader CTA's shared memory, and the leader alone
 // refines them (Phase 4). The leader alone copies short rows and takes the
-// exact path. One CTA per row holds a row of at most MaxCandidates
-// elements in shared memory and selects it there instead (heldSelect).
+// exact path. One CTA per row holds a row of at most HeldMax() elements
+// in shared memory and selects it there instead (heldSelect).
 func (t *topk) body(phase1 func() guess) {
 	e := t.e
 	if t.pagesAfterSure() {
@@ -560,7 +560,7 @@ func (t *topk) body(phase1 func() guess) {
 			gvr()
 			return
 		}
-		e.IfElse(t.setp(ptx.LE, t.n, ptx.Imm(int64(t.cfg.MaxCandidates))), t.heldSelect, gvr)
+		e.IfElse(t.setp(ptx.LE, t.n, ptx.Imm(int64(t.cfg.HeldMax()))), t.heldSelect, gvr)
 	})
 	t.finish()
 }

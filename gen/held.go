@@ -1,22 +1,23 @@
 package gen
 
-// A held row: one no longer than MaxCandidates skips Phases 1-3 and is
+// A held row: one no longer than Config.HeldMax() skips Phases 1-3 and is
 // selected in shared memory (PathHeld).
 
 import (
 	"github.com/gvr-go/gvr/ptx"
 )
 
-// heldSelect selects the Top-K of a row of K < n <= MaxCandidates
-// elements (PathHeld): the row comes into the candidate buffer once, and
-// Phase 4's exact selection runs over it. Phases 1-3 exist to cut a long
-// row down to a few candidates, and a row that fits the candidate buffer
-// is one Phase 2's window [K, MaxCandidates] could cut by half at most;
-// their fixed costs (the prediction's and the sample's scattered loads,
-// two passes over the row) are more than the select's walks over the
-// extra elements cost, up to MaxCandidates = 6144 at K = 2048, though not
-// at 8192 (perf notes 58-60). No prediction is used. One CTA per row only:
-// a cluster kernel's rows are long.
+// heldSelect selects the Top-K of a row of K < n <= HeldMax() elements
+// (PathHeld): the row comes into the candidate buffer once, and Phase 4's
+// exact selection runs over it. Phases 1-3 exist to cut a long row down to
+// a few candidates, and a row of at most 2K elements is one they could
+// cut by half at most; their fixed costs (the prediction's and the
+// sample's scattered loads, two passes over the row) are more than the
+// select's walks over the extra elements cost. Past 2K the walks cost
+// more: at K = 2048 the four phases were 7-12% faster at 5120-6144
+// elements, where these walks had won before Phases 1-3 got faster
+// (perf notes 58-61, 144). No prediction is used. One CTA per row only: a
+// cluster kernel's rows are long.
 func (t *topk) heldSelect() {
 	e := t.e
 	e.Comment("a held row: selected in shared memory, without Phases 1-3")
