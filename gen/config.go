@@ -150,7 +150,8 @@ func (c Config) cluster() int { return max(c.Cluster, 1) }
 // The held select walks every element of the row several times, the four
 // phases only the ~1.25K candidates Phase 2 aims for; on an H100 at K =
 // 2048 they break even at 4096 elements and the four phases are 7-12%
-// faster at 5120-6144 (perf notes 144).
+// faster at 5120-6144, and from K = 256 to 4096 no row past 2K was
+// faster held (perf notes 144).
 func (c Config) HeldMax() int { return min(c.MaxCandidates, 2*c.K) }
 
 func (c Config) unroll() int {
