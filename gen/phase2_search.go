@@ -80,18 +80,9 @@ func (s sureSet) close(t *topk, v verdict) {
 func (t *topk) phase2SecantSearch(g guess) verdict {
 	e := t.e
 	e.Comment("Phase 2: secant threshold search")
-	// Rows one CTA would hold whole (HeldMax) come here in a cluster
-	// kernel only: -Inf counts every element. Longer ones aim for the
-	// window, even where the row would fit the buffer: a select over all
-	// of a row of 5-6K took three radix passes, 3.5 us more (perf notes
-	// 144).
-	if t.part != nil {
-		e.If(t.setp(ptx.LE, t.n, ptx.Imm(int64(t.cfg.HeldMax()))), func() {
-			for _, p := range g.first {
-				e.Mov(p, ptx.FloatBits(0xFF800000))
-			}
-		})
-	}
+	// Every row aims for the window, even one that would fit the buffer
+	// whole: a select over all of a row of 3-6K took three radix passes,
+	// 2.5-3.5 us more (perf notes 144, 146).
 	s := &search{t: t, g: g, lo: t.constU32(keyNegInf - 1), hi: t.constU32(keyPosInf + 1),
 		thr: t.f32(), mine: t.u32(), total: t.u32(), below: t.constU32(0), excl: t.u32(), cta: t.u32(),
 		found: t.falsePred(), measLo: t.falsePred(), measHi: t.falsePred()}
