@@ -81,8 +81,8 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	e := t.e
 	e.Comment("Phase 2: secant threshold search")
 	// Every row aims for the window, even one that would fit the buffer
-	// whole: a select over all of a row of 3-6K took three radix passes,
-	// 2.5-3.5 us more (perf notes 144, 146).
+	// whole: Phase 4 over every element of a row of 2.5-6K took 1.5-4.5
+	// us more than over the ~1.25K a window holds (perf notes 144, 146).
 	s := &search{t: t, g: g, lo: t.constU32(keyNegInf - 1), hi: t.constU32(keyPosInf + 1),
 		thr: t.f32(), mine: t.u32(), total: t.u32(), below: t.constU32(0), excl: t.u32(), cta: t.u32(),
 		found: t.falsePred(), measLo: t.falsePred(), measHi: t.falsePred()}
