@@ -146,13 +146,21 @@ func DefaultConfig() Config {
 func (c Config) cluster() int { return max(c.Cluster, 1) }
 
 // HeldMax is the longest row one CTA holds and selects whole, without
-// Phases 1-3 (PathHeld): 2K elements, or MaxCandidates if that is less.
-// The held select walks every element of the row several times, the four
-// phases only the ~1.25K candidates Phase 2 aims for; on an H100 at K =
-// 2048 they break even at 4096 elements and the four phases are 7-12%
-// faster at 5120-6144, and from K = 256 to 4096 no row past 2K was
-// faster held (perf notes 144).
-func (c Config) HeldMax() int { return min(c.MaxCandidates, 2*c.K) }
+// Phases 1-3 (PathHeld): 2K elements, or MaxCandidates if that is less;
+// and none (K) where K > Bins. The held select walks every element of the
+// row several times, the four phases only the ~1.25K candidates Phase 2
+// aims for; on an H100 at K = 2048 they break even at 4096 elements and
+// the four phases are 7-12% faster at 5120-6144 (perf notes 144). The
+// held select stages its K results in Phase 4's histograms (outRow.
+// buffered), which hold Bins of them: past that its stores go to global
+// memory a line a lane, and at K = 3072 and 4096 (Bins 2048) every held
+// row was slower than the four phases, 1-26% cold (perf notes 147).
+func (c Config) HeldMax() int {
+	if c.K > c.Bins {
+		return c.K
+	}
+	return min(c.MaxCandidates, 2*c.K)
+}
 
 func (c Config) unroll() int {
 	switch {

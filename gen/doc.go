@@ -92,7 +92,8 @@
 // key: at least K keys reach it; the keys are stored beside the values once),
 // faster than the four phases up to 4K at K = 2048 on an H100, slower from
 // 5K, where the select's walks over all of the row cost more than Phases 1-3
-// save (perf notes 58-61, 144).
+// save (perf notes 58-61, 144). Where K > Bins no row is held: the select's
+// K results no longer fit its staging buffer (perf notes 147).
 //
 // Without a prediction (topk_fallback, or gvr_topk with an empty or garbage
 // one) the first guess comes from a strided row sample held in registers.

@@ -1295,18 +1295,26 @@ func TestGuessedSpanMisses(t *testing.T) {
 // TestHeldRows: a one-CTA GVR kernel selects a row of K < n <= H =
 // HeldMax() (2K) in shared memory (PathHeld) and a longer one by the GVR
 // phases, one that would fit the candidate buffer (n <= MaxCandidates)
-// too; all exact on the adversarial suite at the boundary (n = H and H +
-// 1, short rows of n = K + 1 .. H, and n = MaxCandidates), sorted and as a
-// set, for float32 and bfloat16 scores.
+// too; where K > Bins no row is held (H = K). All exact on the
+// adversarial suite at the boundary (n = H and H + 1, short rows of n = K
+// + 1 .. H, and n = MaxCandidates), sorted and as a set, for float32 and
+// bfloat16 scores.
 func TestHeldRows(t *testing.T) {
-	for _, base := range []gen.Config{cfgK16, cfgK256} {
+	cfgK256Bins128 := cfgK256
+	cfgK256Bins128.Bins = 128
+	for _, base := range []gen.Config{cfgK16, cfgK256, cfgK256Bins128} {
 		for _, variant := range []string{"set", "sorted", "bf16"} {
 			cfg := base
 			cfg.Instrument = true
 			cfg.Sorted = variant == "sorted"
 			// The rule, not HeldMax itself: a row of 2K < n <= MaxCandidates
-			// fits the buffer but takes the GVR phases (perf notes 144).
+			// fits the buffer but takes the GVR phases (perf notes 144), and
+			// so does every row where the select's output buffer, Bins
+			// slots, cannot hold K (147).
 			held := min(cfg.MaxCandidates, 2*cfg.K)
+			if cfg.K > cfg.Bins {
+				held = cfg.K
+			}
 			r := rand.New(rand.NewPCG(61, uint64(cfg.K)))
 			var cs []testCase
 			for _, n := range []int{held, held + 1, cfg.K + 1, (cfg.K + held) / 2, cfg.MaxCandidates} {

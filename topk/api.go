@@ -280,7 +280,7 @@ const (
 	PathCopy  Path = gen.PathCopy  // n <= K: every element
 	PathGVR   Path = gen.PathGVR   // threshold bracketed, candidates refined in shared memory
 	PathExact Path = gen.PathExact // radix select over the row
-	PathHeld  Path = gen.PathHeld  // a short row (K < n <= gen.Config.HeldMax(), 2K) selected in shared memory, without Phases 1-3
+	PathHeld  Path = gen.PathHeld  // a short row (K < n <= gen.Config.HeldMax(), 2K where K <= Bins) selected in shared memory, without Phases 1-3
 )
 
 func (p Path) String() string {
