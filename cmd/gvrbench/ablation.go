@@ -112,7 +112,7 @@ func (b *bencher) ablation() error {
 			var phases [4]float64
 			var prevTop []int32
 			for s, x := range rows {
-				want, _ := topk.Reference(x, k, false)
+				want, _ := topk.Reference(x, k, b.o.sorted)
 				var pred []int32
 				switch m.name {
 				case "random":
@@ -164,7 +164,7 @@ func (b *bencher) ablation() error {
 				if err := runtime.Download(idx, bufs["out"]); err != nil {
 					return err
 				}
-				if err := topk.Compare(idx, want, false); err != nil {
+				if err := topk.Compare(idx, want, b.o.sorted); err != nil {
 					b.rep.Mismatches = append(b.rep.Mismatches, fmt.Sprintf("ablation %s, %s, step %d: %v", name, m.name, s, err))
 				}
 				if _, err := b.once(ik, 1, set(ik, true), true, uint32(s)); err != nil {

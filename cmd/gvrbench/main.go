@@ -57,6 +57,7 @@ type options struct {
 	sure           bool         // -sure-set: and setting apart the candidates sure to be in the Top-K too
 	dependent      bool         // -dependent: every launch a programmatic dependent one
 	dense          bool         // -dense: a null lengths pointer, every row N long
+	sorted         bool         // -sorted: each row's Top-K in rank order
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -78,6 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.keep, "keep-over", false, "also time each cluster Top-K kernel (with -mbarrier-rounds: each +mbar one) keeping, in rows longer than its cluster holds, which vectors of the excess hold high elements, to load only those again (columns cgvr16+keep, cgvr16+mbar+keep; gen.Config.KeepOver); with -tune, the choice may take it")
 	fs.BoolVar(&o.mbar, "mbarrier-rounds", false, "also time each cluster Top-K kernel (cgvr, cfallback) with its rounds signalled by mbarriers (columns cgvr16+mbar; gen.Config.MbarrierRounds: what the selector's cluster kernels do)")
 	fs.BoolVar(&o.dependent, "dependent", false, "build every kernel for a programmatic dependent launch and launch it so (topk.Config.DependentLaunch, runtime.Kernel.LaunchDependent; sm_90+): graph-replayed, each launch may then be scheduled while the one before it runs, and waits for its end, as in a decode step whose kernels all allow it; cold and warm launches follow a copy or an event, and run as plain ones")
+	fs.BoolVar(&o.sorted, "sorted", false, "build every Top-K kernel to write each row's Top-K in rank order (topk.Config.Sorted), checked slot by slot against the reference")
 	fs.BoolVar(&o.dense, "dense", false, "launch every kernel on a dense batch: a null lengths pointer, every row N long (a topk.Batch without lengths), so that no kernel loads a length before its row")
 	fs.IntVar(&o.pageSize, "pages", 0, "also time each kernel writing the fused page-table output of this page size (columns gvr+pages; 0: not)")
 	fs.StringVar(&o.trace, "trace", "", "instead of the table, replay the decode trace in `file` (.npy, or a folder of them: topk.LoadTrace)")
@@ -469,7 +471,7 @@ func (b *bencher) data(n int) (*dataset, error) {
 		d.want[st] = want
 		for r := range rows {
 			go func() {
-				want[r], _ = topk.Reference(x[r*n:(r+1)*n], k, false)
+				want[r], _ = topk.Reference(x[r*n:(r+1)*n], k, b.o.sorted)
 				done <- struct{}{}
 			}()
 		}
@@ -607,12 +609,13 @@ func (b *bencher) config() gen.Config {
 }
 
 // selectorConfig is the topk.Config of the kernels' configuration (-k,
-// -max-candidates, -block-size, -bins, -unroll, -dependent), as a
+// -max-candidates, -block-size, -bins, -unroll, -dependent, -sorted), as a
 // Selector takes it.
 func (o options) selectorConfig() topk.Config {
 	c := o.tuning
 	c.K = o.k
 	c.DependentLaunch = o.dependent
+	c.Sorted = o.sorted
 	return c
 }
 
@@ -837,7 +840,7 @@ func (b *bencher) check(name string, d *dataset, batch int) error {
 		}
 	}
 	for r := range batch {
-		if err := topk.Compare(idx[r*k:(r+1)*k], d.want[col.scores][r], false); err != nil {
+		if err := topk.Compare(idx[r*k:(r+1)*k], d.want[col.scores][r], b.o.sorted); err != nil {
 			b.rep.Mismatches = append(b.rep.Mismatches, fmt.Sprintf("%s, batch %d, N %d, row %d: %v", name, batch, d.n, r, err))
 		}
 		if err := checkPages(d, b.o.pageSize, r, idx[r*k:(r+1)*k], pages); err != nil {

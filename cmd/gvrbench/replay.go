@@ -128,8 +128,8 @@ func (b *bencher) replay(src replaySource) (Replay, error) {
 		cur := make([][]int32, len(rows))
 		for r, x := range rows {
 			cur[r] = idx[r*k : (r+1)*k]
-			want, _ := topk.Reference(x, k, false)
-			if err := topk.Compare(cur[r], want, false); err != nil {
+			want, _ := topk.Reference(x, k, b.o.sorted)
+			if err := topk.Compare(cur[r], want, b.o.sorted); err != nil {
 				b.rep.Mismatches = append(b.rep.Mismatches, fmt.Sprintf("replay %s, step %d, row %d: %v", src.name, s, r, err))
 			}
 			if s == 0 {

@@ -47,7 +47,7 @@ type spec struct {
 	cluster, maxN                   int
 	instrument, mbarrierRounds      bool
 	keepOver, sureSet               bool
-	dependentLaunch                 bool
+	dependentLaunch, sorted         bool
 	scores                          string
 }
 
@@ -58,7 +58,7 @@ func defaultSpec() spec {
 }
 
 // configFlags are the flags that set a spec; -diff takes the same names.
-var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over", "sure-set", "dependent-launch"}
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over", "sure-set", "dependent-launch", "sorted"}
 
 // register defines the flags of configFlags on fs, s's fields their
 // defaults and destinations.
@@ -77,6 +77,7 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.mbarrierRounds, "mbarrier-rounds", s.mbarrierRounds, "cluster Top-K kernels: signal the cluster's rounds with remote mbarrier arrivals instead of barrier.cluster")
 	fs.BoolVar(&s.keepOver, "keep-over", s.keepOver, "cluster Top-K kernels: keep the high vectors of a row's part past max-n in shared memory for the later walks")
 	fs.BoolVar(&s.sureSet, "sure-set", s.sureSet, "GVR kernels: set apart the candidates a first-pass count shows to be in the Top-K, so that Phase 4 selects among the others")
+	fs.BoolVar(&s.sorted, "sorted", s.sorted, "Top-K kernels: write each row's Top-K in rank order (a bitonic sort of K in shared memory) instead of as a set")
 	fs.BoolVar(&s.dependentLaunch, "dependent-launch", s.dependentLaunch, "wait first for the kernel before on the stream, then let the next one be scheduled: fit for a programmatic dependent launch (sm_90+)")
 }
 
@@ -104,6 +105,7 @@ func (s spec) generate() (*gen.Kernel, error) {
 		MbarrierRounds: s.mbarrierRounds,
 		KeepOver:       s.keepOver,
 		SureSet:        s.sureSet,
+		Sorted:         s.sorted,
 		// The one name longer than the others, aligned apart.
 		DependentLaunch: s.dependentLaunch,
 	})
