@@ -632,7 +632,7 @@ func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, c
 func (t *topk) finish() {
 	e := t.e
 	if t.cfg.Sorted {
-		t.sortStaged(t.stage, t.out, t.cfg.K)
+		t.sortStaged(t.stage, t.out, t.cfg.K, t.sel, t.reduce)
 	}
 	t.writePages()
 	first := t.setp(ptx.EQ, t.tid, ptx.Imm(0))

@@ -5,6 +5,8 @@ package gen
 // that orders a selection by rank where Config.Sorted asks.
 
 import (
+	"math/bits"
+
 	"github.com/gvr-go/gvr/ptx"
 )
 
@@ -145,13 +147,155 @@ func (c *cta) clearStaging(s *staging) {
 }
 
 // sortStaged sorts the staging buffer into rank order (key descending,
+// then index ascending) and writes its first k slots to o's global row:
+// a counting sort over bins of the keys' span. Each element's bin is the
+// top bits of its key's rank in the span (counted from the top); a
+// histogram of the bins (in sh, free once the selection is made) and a
+// scan give each bin's start, and an element's slot is its bin's start
+// plus how many of its bin come before it (placeByBins). The keys of a
+// Top-K spread over their span, so the bins hold a few elements each;
+// where one holds more than sortBinMax (wide ties, few distinct keys),
+// the elements go through a bitonic network instead (sortBitonic). Both
+// give the one rank order. A bitonic network for every row took 13-15 us
+// at K = 2048, this 4-5 us (perf notes 148).
+func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch region) {
+	e := c.e
+	P, B, nb := s.size, c.threads, sh.bins
+	e.Comment("sorted output: counting sort of %d slots by bins of the keys' span", P)
+	counts, sizes := c.histOf(sh.hist[0]), c.histOf(sh.hist[1])
+	largest := c.smem.at(sh.scalars, 0) // the largest bin's count
+	c.clearShared(counts, nb)
+	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() { e.St(ptx.SpaceShared, ptx.U32, largest, ptx.Imm(0)) })
+	c.sync() // the staging's stores
+	// This thread's slots, tid + i*B, in registers, and their keys' span;
+	// padding (index -1) is left out, and goes last.
+	items := make([]sortItem, (P+B-1)/B)
+	real := make([]ptx.Pred, len(items))
+	acc := c.newSpanAcc()
+	for i := range items {
+		it := sortItem{c.u32(), c.u32(), c.u32()}
+		items[i] = it
+		e.Mov(it.idx, ptx.Imm(0xFFFFFFFF))
+		slot := c.u32()
+		e.Add(slot, c.tid, ptx.Imm(int64(i*B)))
+		e.If(c.setp(ptx.LT, slot, ptx.Imm(int64(P))), func() {
+			c.itemSlots(s, slot, 0, it, func(a ptx.Addr, v ptx.Reg) { e.Ld(ptx.SpaceShared, v, a) })
+		})
+		real[i] = c.setp(ptx.NE, it.idx, ptx.Imm(0xFFFFFFFF))
+		e.If(real[i], func() { acc.add(it.key) })
+	}
+	span := acc.span(scratch) // its barriers publish the clearing
+	binOf := func(key ptx.Reg) ptx.Reg {
+		b := c.u32()
+		e.Shr(b, span.rank(c, key), ptx.Imm(int64(32-bits.TrailingZeros(uint(nb)))))
+		e.Sub(b, ptx.Imm(int64(nb-1)), b)
+		return b
+	}
+	// An element's place in its bin, in any order: where it is gathered.
+	place := make([]ptx.Reg, len(items))
+	for i, it := range items {
+		place[i] = c.u32()
+		e.If(real[i], func() {
+			e.Atom(ptx.SpaceShared, "add", place[i], c.bin(counts, binOf(it.key)), ptx.Imm(1))
+		})
+	}
+	c.sync()
+	// The bins' starts, over their counts: threads own runs of q bins, a
+	// block scan of the runs' sums; the counts are kept in sizes.
+	q := max(1, nb/B)
+	owns := c.setp(ptx.LT, c.tid, ptx.Imm(int64(nb/q)))
+	first := c.u32()
+	e.Mul(first, c.tid, ptx.Imm(int64(q)))
+	n := make([]ptx.Reg, q)
+	sum, most := c.constU32(0), c.constU32(0)
+	for j := range n {
+		n[j] = c.constU32(0)
+		b := c.u32()
+		e.Add(b, first, ptx.Imm(int64(j)))
+		e.If(owns, func() { e.Ld(ptx.SpaceShared, n[j], c.bin(counts, b)) })
+		e.Add(sum, sum, n[j])
+		e.Max(most, most, n[j])
+	}
+	e.Red(ptx.SpaceShared, "max", ptx.U32, largest, most)
+	at, total := c.blockScan(sum, scratch) // its barrier publishes the largest
+	big := c.u32()
+	e.Ld(ptx.SpaceShared, big, largest)
+	e.If(owns, func() {
+		for j := range n {
+			b := c.u32()
+			e.Add(b, first, ptx.Imm(int64(j)))
+			e.St(ptx.SpaceShared, ptx.U32, c.bin(counts, b), at)
+			e.St(ptx.SpaceShared, ptx.U32, c.bin(sizes, b), n[j])
+			e.Add(at, at, n[j])
+		}
+	})
+	c.sync()
+	e.IfElse(c.setp(ptx.GT, big, ptx.Imm(sortBinMax)), func() { c.sortBitonic(s, o, k) }, func() {
+		c.placeByBins(s, o, k, items, real, place, binOf, counts, sizes, total)
+	})
+}
+
+// placeByBins is sortStaged's common path, past the bins' starts (in
+// starts) and counts (in sizes): each element goes to slot place of its
+// bin in the staging (its elements then lie together, in any order), and
+// then to the output slot that is its bin's start plus how many of the
+// bin's elements come before it. total elements are real; the slots
+// after them, up to k, are padding.
+func (c *cta) placeByBins(s *staging, o outRow, k int, items []sortItem, real []ptx.Pred, place []ptx.Reg,
+	binOf func(key ptx.Reg) ptx.Reg, starts, sizes histBuf, total ptx.Reg) {
+	e := c.e
+	for i, it := range items {
+		e.If(real[i], func() {
+			at := c.u32()
+			e.Ld(ptx.SpaceShared, at, c.bin(starts, binOf(it.key)))
+			e.Add(at, at, place[i])
+			c.itemSlots(s, at, 0, it, func(a ptx.Addr, v ptx.Reg) { e.St(ptx.SpaceShared, ptx.U32, a, v) })
+		})
+	}
+	c.sync() // every element is in registers: the staging is free to write
+	out := o
+	out.stage = nil
+	for i, it := range items {
+		e.If(real[i], func() {
+			b := binOf(it.key)
+			g, end, j := c.u32(), c.u32(), c.u32()
+			e.Ld(ptx.SpaceShared, g, c.bin(starts, b))
+			e.Ld(ptx.SpaceShared, end, c.bin(sizes, b))
+			e.Add(end, end, g)
+			e.For(j, g, end, ptx.Imm(1), func() {
+				e.Guarded(c.before(c.keyIdx(s, j), it), func() { e.Add(g, g, ptx.Imm(1)) })
+			})
+			e.If(c.setp(ptx.LT, g, ptx.Imm(int64(k))), func() { c.store(out, g, it.idx, it.bits) })
+		})
+	}
+	g, pad, negInf := c.u32(), c.constU32(0xFFFFFFFF), c.constU32(0xFF800000)
+	e.Add(g, total, c.tid)
+	e.For(g, g, ptx.Imm(int64(k)), ptx.Imm(int64(c.threads)), func() { c.store(out, g, pad, negInf) })
+}
+
+// sortBinMax is the most elements a bin of sortStaged's counting sort may
+// hold: each of them is compared with every other.
+const sortBinMax = 64
+
+// keyIdx loads the key and index of slot at of s (bits left unset).
+func (c *cta) keyIdx(s *staging, at ptx.Reg) sortItem {
+	it := sortItem{key: c.u32(), idx: c.u32()}
+	c.e.Ld(ptx.SpaceShared, it.key, c.smem.elem(s.key, at, 4))
+	c.e.Ld(ptx.SpaceShared, it.idx, c.smem.elem(s.idx, at, 4))
+	return it
+}
+
+// sortBitonic sorts the staging buffer into rank order (key descending,
 // then index ascending) with a bitonic network and copies its first k
 // slots to o's global row. Each thread holds E consecutive slots in
 // registers: stages whose partners are in the same thread compare in
 // registers, those within a warp exchange with shfl.bfly, and only those
 // across warps (strides of 32*E and more) go through shared memory, one
-// barrier each: 10 of the 66 stages for K = 2048.
-func (c *cta) sortStaged(s *staging, o outRow, k int) {
+// barrier each: 10 of the 66 stages for K = 2048. The stages past blocks
+// of E slots are loops over the block size and the stride, one copy of
+// each kind of stage: ~560 PTX instructions instead of ~3400 unrolled,
+// for ~1 us more at K = 2048 (perf notes 148) on sortStaged's rare path.
+func (c *cta) sortBitonic(s *staging, o outRow, k int) {
 	e := c.e
 	P := s.size
 	E := max(1, P/c.threads) // slots per thread
@@ -181,24 +325,50 @@ func (c *cta) sortStaged(s *staging, o outRow, k int) {
 		})
 	}
 	load()
-	for size := 2; size <= P; size *= 2 {
-		stride := size / 2
-		if stride >= warpSize*E {
-			store()
-			c.sync()
-			for ; stride >= warpSize*E; stride /= 2 {
-				c.sortStageShared(s, size, stride)
-				c.sync()
-			}
-			load()
+	// Blocks of up to E slots, within a thread.
+	for size := 2; size <= E; size *= 2 {
+		var rev ptx.Pred // the blocks of E slots alternate by thread
+		if size == E {
+			rev = c.reversed(c.constU32(int64(E)), E)
 		}
-		for ; stride >= E; stride /= 2 {
-			c.sortStageShuffle(items, size, stride, E)
-		}
-		for ; stride >= 1; stride /= 2 {
-			c.sortStageRegisters(items, size, stride, E)
+		for stride := size / 2; stride >= 1; stride /= 2 {
+			c.sortStageRegisters(items, stride, func(i int) (ptx.Pred, bool) {
+				if size == E {
+					return rev, true
+				}
+				// Within a thread, every other block in reverse.
+				return ptx.Pred{}, i&size != 0
+			})
 		}
 	}
+	// Larger blocks: for each size, the stages across warps, then within a
+	// warp, then within a thread (strides below E).
+	size, stride := c.u32(), c.u32()
+	e.Mov(size, ptx.Imm(int64(2*E)))
+	e.While(func() ptx.Pred { return c.setp(ptx.LE, size, ptx.Imm(int64(P))) }, func() {
+		e.Shr(stride, size, ptx.Imm(1))
+		if P > warpSize*E {
+			e.If(c.setp(ptx.GE, stride, ptx.Imm(int64(warpSize*E))), func() {
+				store()
+				c.sync()
+				e.DoWhile(func() {
+					c.sortStageShared(s, size, stride)
+					c.sync()
+					e.Shr(stride, stride, ptx.Imm(1))
+				}, func() ptx.Pred { return c.setp(ptx.GE, stride, ptx.Imm(int64(warpSize*E))) })
+				load()
+			})
+		}
+		e.While(func() ptx.Pred { return c.setp(ptx.GE, stride, ptx.Imm(int64(E))) }, func() {
+			c.sortStageShuffle(items, size, stride, E)
+			e.Shr(stride, stride, ptx.Imm(1))
+		})
+		rev := c.reversed(size, E)
+		for st := E / 2; st >= 1; st /= 2 {
+			c.sortStageRegisters(items, st, func(int) (ptx.Pred, bool) { return rev, true })
+		}
+		e.Shl(size, size, ptx.Imm(1))
+	})
 	// Rank order: slot g is the row's g-th; padding sorted last.
 	out := o
 	out.stage = nil
@@ -244,29 +414,33 @@ func (c *cta) before(a, b sortItem) ptx.Pred {
 	return p
 }
 
-// reversed sets p to whether the bitonic block of size holding this
-// thread's slots (size >= E) is sorted in reverse: bit size of the slot.
-func (c *cta) reversed(size, E int) ptx.Pred {
+// reversed sets p to whether the bitonic block of size slots (a u32,
+// at least E) holding this thread's slots is sorted in reverse: bit size
+// of the slots, bit size/E of the thread.
+func (c *cta) reversed(size ptx.Reg, E int) ptx.Pred {
+	e := c.e
 	b := c.u32()
-	c.e.And(b, c.tid, ptx.Imm(int64(size/E)))
+	e.Shr(b, size, ptx.Imm(int64(bits.TrailingZeros(uint(E)))))
+	e.And(b, b, c.tid)
 	return c.setp(ptx.NE, b, ptx.Imm(0))
 }
 
 // sortStageShuffle: partners in other lanes of the warp (E <= stride <
-// 32E). Slot i of lane l pairs with slot i of lane l ^ stride/E; the lane
-// of the lower slot keeps the first of the pair in rank order unless the
-// block is reversed.
-func (c *cta) sortStageShuffle(items []sortItem, size, stride, E int) {
+// 32E; size and stride u32s). Slot i of lane l pairs with slot i of lane
+// l ^ stride/E; the lane of the lower slot keeps the first of the pair in
+// rank order unless the block is reversed.
+func (c *cta) sortStageShuffle(items []sortItem, size, stride ptx.Reg, E int) {
 	e := c.e
-	lanes := int64(stride / E)
+	lanes := c.u32()
+	e.Shr(lanes, stride, ptx.Imm(int64(bits.TrailingZeros(uint(E)))))
 	hi := c.u32()
-	e.And(hi, c.tid, ptx.Imm(lanes))
+	e.And(hi, c.tid, lanes)
 	keepFirst := c.setp(ptx.EQ, hi, ptx.Imm(0))
 	e.XorPred(keepFirst, keepFirst, c.reversed(size, E))
 	for _, it := range items {
 		p := sortItem{c.u32(), c.u32(), c.u32()}
 		for _, f := range [][2]ptx.Reg{{p.key, it.key}, {p.idx, it.idx}, {p.bits, it.bits}} {
-			e.Shfl(ptx.ShflBfly, f[0], f[1], ptx.Imm(lanes), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+			e.Shfl(ptx.ShflBfly, f[0], f[1], lanes, ptx.Imm(warpSize-1), ptx.Imm(fullMask))
 		}
 		// Take the partner's slot when it is the one this lane keeps.
 		take := c.before(it, p)
@@ -279,23 +453,23 @@ func (c *cta) sortStageShuffle(items []sortItem, size, stride, E int) {
 	}
 }
 
-// sortStageRegisters: partners in the same thread (stride < E).
-func (c *cta) sortStageRegisters(items []sortItem, size, stride, E int) {
+// sortStageRegisters: partners in the same thread (stride < E). flip(i)
+// says whether the block holding item i is sorted in reverse: a
+// predicate (when dynamic is true and the predicate set), or always
+// (dynamic true, no predicate) or never.
+func (c *cta) sortStageRegisters(items []sortItem, stride int, flip func(i int) (rev ptx.Pred, dynamic bool)) {
 	e := c.e
-	var rev ptx.Pred
-	if size >= E {
-		rev = c.reversed(size, E)
-	}
 	for i := range items {
 		if i&stride != 0 {
 			continue
 		}
 		a, b := items[i], items[i+stride]
 		swap := c.before(b, a)
-		if size >= E {
+		switch rev, yes := flip(i); {
+		case yes && rev != (ptx.Pred{}):
 			e.XorPred(swap, swap, rev)
-		} else if i&size != 0 { // the block lies within this thread
-			e.XorPred(swap, swap, c.truePred())
+		case yes:
+			swap = c.before(a, b)
 		}
 		t := sortItem{c.u32(), c.u32(), c.u32()}
 		e.Guarded(swap, func() {
@@ -308,26 +482,23 @@ func (c *cta) sortStageRegisters(items []sortItem, size, stride, E int) {
 	}
 }
 
-func (c *cta) truePred() ptx.Pred {
-	p := c.pred()
-	c.e.SetpT(ptx.U32, p, ptx.EQ, c.tid, c.tid)
-	return p
-}
-
-// sortStageShared: partners in other warps, through shared memory.
-func (c *cta) sortStageShared(s *staging, size, stride int) {
+// sortStageShared: partners in other warps, through shared memory (size
+// and stride u32s).
+func (c *cta) sortStageShared(s *staging, size, stride ptx.Reg) {
 	e := c.e
+	low := c.u32() // the bits below stride
+	e.Sub(low, stride, ptx.Imm(1))
 	i := c.u32()
 	e.For(i, c.tid, ptx.Imm(int64(s.size/2)), ptx.Imm(int64(c.threads)), func() {
 		// Pair i compares slots a (i with a zero bit spliced in at
 		// stride) and b = a + stride.
 		a, hi := c.u32(), c.u32()
-		e.And(hi, i, ptx.Imm(int64(^(stride-1)&0x7FFFFFFF)))
+		e.And(a, i, low)
+		e.Sub(hi, i, a) // i & ^low
 		e.Shl(hi, hi, ptx.Imm(1))
-		e.And(a, i, ptx.Imm(int64(stride-1)))
 		e.Or(a, a, hi)
 		b := c.u32()
-		e.Add(b, a, ptx.Imm(int64(stride)))
+		e.Add(b, a, stride)
 		x, y := sortItem{c.u32(), c.u32(), c.u32()}, sortItem{c.u32(), c.u32(), c.u32()}
 		for _, f := range []struct {
 			r    region
@@ -338,7 +509,7 @@ func (c *cta) sortStageShared(s *staging, size, stride int) {
 		}
 		// Blocks whose bit size is set are ordered in reverse.
 		rev := c.u32()
-		e.And(rev, a, ptx.Imm(int64(size)))
+		e.And(rev, a, size)
 		swap := c.setp(ptx.NE, rev, ptx.Imm(0))
 		e.XorPred(swap, swap, c.before(y, x))
 		e.Guarded(swap, func() {

@@ -463,9 +463,13 @@ func TestTopKDeterministic(t *testing.T) {
 	}
 }
 
-// TestTopKSorted: with Sorted, every kernel writes the Top-K in rank order.
+// TestTopKSorted: with Sorted, every kernel writes the Top-K in rank order,
+// a thread holding 1, 2, 4 or 8 of the sort's slots.
 func TestTopKSorted(t *testing.T) {
-	for _, base := range []gen.Config{cfgK16, cfgK256, cfgK2k, {K: 100, MaxCandidates: 400, BlockSize: 128, Bins: 128, Target: ptx.SM80}} {
+	for _, base := range []gen.Config{cfgK16, cfgK256, cfgK2k,
+		{K: 100, MaxCandidates: 400, BlockSize: 128, Bins: 128, Target: ptx.SM80},
+		{K: 100, MaxCandidates: 400, BlockSize: 64, Bins: 128, Target: ptx.SM80},
+		{K: 256, MaxCandidates: 1024, BlockSize: 32, Bins: 256, Target: ptx.SM80}} {
 		cfg := base
 		cfg.Sorted = true
 		r := rand.New(rand.NewPCG(9, uint64(cfg.K)))

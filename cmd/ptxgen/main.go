@@ -77,7 +77,7 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.mbarrierRounds, "mbarrier-rounds", s.mbarrierRounds, "cluster Top-K kernels: signal the cluster's rounds with remote mbarrier arrivals instead of barrier.cluster")
 	fs.BoolVar(&s.keepOver, "keep-over", s.keepOver, "cluster Top-K kernels: keep the high vectors of a row's part past max-n in shared memory for the later walks")
 	fs.BoolVar(&s.sureSet, "sure-set", s.sureSet, "GVR kernels: set apart the candidates a first-pass count shows to be in the Top-K, so that Phase 4 selects among the others")
-	fs.BoolVar(&s.sorted, "sorted", s.sorted, "Top-K kernels: write each row's Top-K in rank order (a bitonic sort of K in shared memory) instead of as a set")
+	fs.BoolVar(&s.sorted, "sorted", s.sorted, "Top-K kernels: write each row's Top-K in rank order (a sort of K in shared memory) instead of as a set")
 	fs.BoolVar(&s.dependentLaunch, "dependent-launch", s.dependentLaunch, "wait first for the kernel before on the stream, then let the next one be scheduled: fit for a programmatic dependent launch (sm_90+)")
 }
 
