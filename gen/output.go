@@ -157,7 +157,7 @@ func (c *cta) clearStaging(s *staging) {
 // where one holds more than sortBinMax (wide ties, few distinct keys),
 // the elements go through a bitonic network instead (sortBitonic). Both
 // give the one rank order. A bitonic network for every row took 13-15 us
-// at K = 2048, this 4-5 us (perf notes 148).
+// at K = 2048, this about 4-5 us (perf notes 148).
 func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch region) {
 	e := c.e
 	P, B, nb := s.size, c.threads, sh.bins
