@@ -169,34 +169,33 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 	c.sync() // the staging's stores
 	// This thread's slots, tid + i*B, in registers, and their keys' span;
 	// padding (index -1) is left out, and goes last.
-	items := make([]sortItem, (P+B-1)/B)
-	real := make([]ptx.Pred, len(items))
+	n := (P + B - 1) / B
+	bs := binSort{items: make([]sortItem, n), has: make([]ptx.Pred, n), place: make([]ptx.Reg, n),
+		starts: counts, sizes: sizes}
 	acc := c.newSpanAcc()
-	for i := range items {
+	for i := range bs.items {
 		it := sortItem{c.u32(), c.u32(), c.u32()}
-		items[i] = it
+		bs.items[i] = it
 		e.Mov(it.idx, ptx.Imm(0xFFFFFFFF))
 		slot := c.u32()
 		e.Add(slot, c.tid, ptx.Imm(int64(i*B)))
 		e.If(c.setp(ptx.LT, slot, ptx.Imm(int64(P))), func() {
 			c.itemSlots(s, slot, 0, it, func(a ptx.Addr, v ptx.Reg) { e.Ld(ptx.SpaceShared, v, a) })
 		})
-		real[i] = c.setp(ptx.NE, it.idx, ptx.Imm(0xFFFFFFFF))
-		e.If(real[i], func() { acc.add(it.key) })
+		bs.has[i] = c.setp(ptx.NE, it.idx, ptx.Imm(0xFFFFFFFF))
+		e.If(bs.has[i], func() { acc.add(it.key) })
 	}
 	span := acc.span(scratch) // its barriers publish the clearing
-	binOf := func(key ptx.Reg) ptx.Reg {
+	bs.binOf = func(key ptx.Reg) ptx.Reg {
 		b := c.u32()
 		e.Shr(b, span.rank(c, key), ptx.Imm(int64(32-bits.TrailingZeros(uint(nb)))))
 		e.Sub(b, ptx.Imm(int64(nb-1)), b)
 		return b
 	}
-	// An element's place in its bin, in any order: where it is gathered.
-	place := make([]ptx.Reg, len(items))
-	for i, it := range items {
-		place[i] = c.u32()
-		e.If(real[i], func() {
-			e.Atom(ptx.SpaceShared, "add", place[i], c.bin(counts, binOf(it.key)), ptx.Imm(1))
+	for i, it := range bs.items {
+		bs.place[i] = c.u32()
+		e.If(bs.has[i], func() {
+			e.Atom(ptx.SpaceShared, "add", bs.place[i], c.bin(counts, bs.binOf(it.key)), ptx.Imm(1))
 		})
 	}
 	c.sync()
@@ -206,61 +205,72 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 	owns := c.setp(ptx.LT, c.tid, ptx.Imm(int64(nb/q)))
 	first := c.u32()
 	e.Mul(first, c.tid, ptx.Imm(int64(q)))
-	n := make([]ptx.Reg, q)
+	cnt := make([]ptx.Reg, q)
 	sum, most := c.constU32(0), c.constU32(0)
-	for j := range n {
-		n[j] = c.constU32(0)
+	for j := range cnt {
+		cnt[j] = c.constU32(0)
 		b := c.u32()
 		e.Add(b, first, ptx.Imm(int64(j)))
-		e.If(owns, func() { e.Ld(ptx.SpaceShared, n[j], c.bin(counts, b)) })
-		e.Add(sum, sum, n[j])
-		e.Max(most, most, n[j])
+		e.If(owns, func() { e.Ld(ptx.SpaceShared, cnt[j], c.bin(counts, b)) })
+		e.Add(sum, sum, cnt[j])
+		e.Max(most, most, cnt[j])
 	}
 	e.Red(ptx.SpaceShared, "max", ptx.U32, largest, most)
 	at, total := c.blockScan(sum, scratch) // its barrier publishes the largest
+	bs.total = total
 	big := c.u32()
 	e.Ld(ptx.SpaceShared, big, largest)
 	e.If(owns, func() {
-		for j := range n {
+		for j := range cnt {
 			b := c.u32()
 			e.Add(b, first, ptx.Imm(int64(j)))
 			e.St(ptx.SpaceShared, ptx.U32, c.bin(counts, b), at)
-			e.St(ptx.SpaceShared, ptx.U32, c.bin(sizes, b), n[j])
-			e.Add(at, at, n[j])
+			e.St(ptx.SpaceShared, ptx.U32, c.bin(sizes, b), cnt[j])
+			e.Add(at, at, cnt[j])
 		}
 	})
 	c.sync()
 	e.IfElse(c.setp(ptx.GT, big, ptx.Imm(sortBinMax)), func() { c.sortBitonic(s, o, k) }, func() {
-		c.placeByBins(s, o, k, items, real, place, binOf, counts, sizes, total)
+		c.placeByBins(s, o, k, bs)
 	})
 }
 
-// placeByBins is sortStaged's common path, past the bins' starts (in
-// starts) and counts (in sizes): each element goes to slot place of its
-// bin in the staging (its elements then lie together, in any order), and
-// then to the output slot that is its bin's start plus how many of the
-// bin's elements come before it. total elements are real; the slots
-// after them, up to k, are padding.
-func (c *cta) placeByBins(s *staging, o outRow, k int, items []sortItem, real []ptx.Pred, place []ptx.Reg,
-	binOf func(key ptx.Reg) ptx.Reg, starts, sizes histBuf, total ptx.Reg) {
+// binSort is sortStaged's state past the bins' starts: this thread's
+// elements (has: not padding) and their places in their bins, the bin of
+// a key, each bin's start and count, and the number of elements.
+type binSort struct {
+	items         []sortItem
+	has           []ptx.Pred
+	place         []ptx.Reg
+	binOf         func(key ptx.Reg) ptx.Reg
+	starts, sizes histBuf
+	total         ptx.Reg
+}
+
+// placeByBins is sortStaged's common path: each element goes to its place
+// in its bin in the staging (a bin's elements then lie together, in any
+// order), and then to the output slot that is its bin's start plus how
+// many of the bin's elements come before it. The slots after the
+// elements, up to k, are padding.
+func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 	e := c.e
-	for i, it := range items {
-		e.If(real[i], func() {
+	for i, it := range bs.items {
+		e.If(bs.has[i], func() {
 			at := c.u32()
-			e.Ld(ptx.SpaceShared, at, c.bin(starts, binOf(it.key)))
-			e.Add(at, at, place[i])
+			e.Ld(ptx.SpaceShared, at, c.bin(bs.starts, bs.binOf(it.key)))
+			e.Add(at, at, bs.place[i])
 			c.itemSlots(s, at, 0, it, func(a ptx.Addr, v ptx.Reg) { e.St(ptx.SpaceShared, ptx.U32, a, v) })
 		})
 	}
 	c.sync() // every element is in registers: the staging is free to write
 	out := o
 	out.stage = nil
-	for i, it := range items {
-		e.If(real[i], func() {
-			b := binOf(it.key)
+	for i, it := range bs.items {
+		e.If(bs.has[i], func() {
+			b := bs.binOf(it.key)
 			g, end, j := c.u32(), c.u32(), c.u32()
-			e.Ld(ptx.SpaceShared, g, c.bin(starts, b))
-			e.Ld(ptx.SpaceShared, end, c.bin(sizes, b))
+			e.Ld(ptx.SpaceShared, g, c.bin(bs.starts, b))
+			e.Ld(ptx.SpaceShared, end, c.bin(bs.sizes, b))
 			e.Add(end, end, g)
 			e.For(j, g, end, ptx.Imm(1), func() {
 				e.Guarded(c.before(c.keyIdx(s, j), it), func() { e.Add(g, g, ptx.Imm(1)) })
@@ -269,7 +279,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, items []sortItem, real []
 		})
 	}
 	g, pad, negInf := c.u32(), c.constU32(0xFFFFFFFF), c.constU32(0xFF800000)
-	e.Add(g, total, c.tid)
+	e.Add(g, bs.total, c.tid)
 	e.For(g, g, ptx.Imm(int64(k)), ptx.Imm(int64(c.threads)), func() { c.store(out, g, pad, negInf) })
 }
 
@@ -328,17 +338,12 @@ func (c *cta) sortBitonic(s *staging, o outRow, k int) {
 	// Blocks of up to E slots, within a thread.
 	for size := 2; size <= E; size *= 2 {
 		var rev ptx.Pred // the blocks of E slots alternate by thread
+		within := size   // smaller ones within a thread
 		if size == E {
-			rev = c.reversed(c.constU32(int64(E)), E)
+			rev, within = c.reversed(c.constU32(int64(E)), E), 0
 		}
 		for stride := size / 2; stride >= 1; stride /= 2 {
-			c.sortStageRegisters(items, stride, func(i int) (ptx.Pred, bool) {
-				if size == E {
-					return rev, true
-				}
-				// Within a thread, every other block in reverse.
-				return ptx.Pred{}, i&size != 0
-			})
+			c.sortStageRegisters(items, stride, rev, within)
 		}
 	}
 	// Larger blocks: for each size, the stages across warps, then within a
@@ -365,7 +370,7 @@ func (c *cta) sortBitonic(s *staging, o outRow, k int) {
 		})
 		rev := c.reversed(size, E)
 		for st := E / 2; st >= 1; st /= 2 {
-			c.sortStageRegisters(items, st, func(int) (ptx.Pred, bool) { return rev, true })
+			c.sortStageRegisters(items, st, rev, 0)
 		}
 		e.Shl(size, size, ptx.Imm(1))
 	})
@@ -453,11 +458,11 @@ func (c *cta) sortStageShuffle(items []sortItem, size, stride ptx.Reg, E int) {
 	}
 }
 
-// sortStageRegisters: partners in the same thread (stride < E). flip(i)
-// says whether the block holding item i is sorted in reverse: a
-// predicate (when dynamic is true and the predicate set), or always
-// (dynamic true, no predicate) or never.
-func (c *cta) sortStageRegisters(items []sortItem, stride int, flip func(i int) (rev ptx.Pred, dynamic bool)) {
+// sortStageRegisters: partners in the same thread (stride < E). A
+// block within the thread (size > 0, less than E) is sorted in reverse
+// where bit size of its items is set; a larger one where rev holds (its
+// direction is the thread's), and none where rev is unset.
+func (c *cta) sortStageRegisters(items []sortItem, stride int, rev ptx.Pred, size int) {
 	e := c.e
 	for i := range items {
 		if i&stride != 0 {
@@ -465,11 +470,11 @@ func (c *cta) sortStageRegisters(items []sortItem, stride int, flip func(i int) 
 		}
 		a, b := items[i], items[i+stride]
 		swap := c.before(b, a)
-		switch rev, yes := flip(i); {
-		case yes && rev != (ptx.Pred{}):
-			e.XorPred(swap, swap, rev)
-		case yes:
+		switch {
+		case size > 0 && i&size != 0:
 			swap = c.before(a, b)
+		case size == 0 && rev != (ptx.Pred{}):
+			e.XorPred(swap, swap, rev)
 		}
 		t := sortItem{c.u32(), c.u32(), c.u32()}
 		e.Guarded(swap, func() {
