@@ -157,7 +157,7 @@ func (c *cta) clearStaging(s *staging) {
 // where one holds more than sortBinMax (wide ties, few distinct keys),
 // the elements go through a bitonic network instead (sortBitonic). Both
 // give the one rank order. A bitonic network for every row took 13-15 us
-// at K = 2048, this about 4-5 us (perf notes 148).
+// at K = 2048, this about 4 us (perf notes 148, 149).
 func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch region) {
 	e := c.e
 	P, B, nb := s.size, c.threads, sh.bins
@@ -262,11 +262,19 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 			c.itemSlots(s, at, 0, it, func(a ptx.Addr, v ptx.Reg) { e.St(ptx.SpaceShared, ptx.U32, a, v) })
 		})
 	}
-	c.sync() // every element is in registers: the staging is free to write
+	c.sync() // the gathered bins
 	out := o
 	out.stage = nil
-	for i, it := range bs.items {
-		e.If(bs.has[i], func() {
+	// The gathered elements, slots tid + i*B: neighbouring lanes take
+	// neighbouring elements, mostly of one bin, and their walks over it
+	// read the same words at once (one access, where the lanes' own
+	// elements, in bins all over, made bank conflicts: perf notes 149).
+	for i := range bs.items {
+		at := c.u32()
+		e.Add(at, c.tid, ptx.Imm(int64(i*c.threads)))
+		e.If(c.setp(ptx.LT, at, bs.total), func() {
+			it := sortItem{c.u32(), c.u32(), c.u32()}
+			c.itemSlots(s, at, 0, it, func(a ptx.Addr, v ptx.Reg) { e.Ld(ptx.SpaceShared, v, a) })
 			b := bs.binOf(it.key)
 			g, end, j := c.u32(), c.u32(), c.u32()
 			e.Ld(ptx.SpaceShared, g, c.bin(bs.starts, b))
