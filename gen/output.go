@@ -180,7 +180,7 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 		slot := c.u32()
 		e.Add(slot, c.tid, ptx.Imm(int64(i*B)))
 		e.If(c.setp(ptx.LT, slot, ptx.Imm(int64(P))), func() {
-			c.itemSlots(s, slot, 0, it, func(a ptx.Addr, v ptx.Reg) { e.Ld(ptx.SpaceShared, v, a) })
+			c.ldItem(s, slot, 0, it)
 		})
 		bs.has[i] = c.setp(ptx.NE, it.idx, ptx.Imm(0xFFFFFFFF))
 		e.If(bs.has[i], func() { acc.add(it.key) })
@@ -249,9 +249,9 @@ type binSort struct {
 
 // placeByBins is sortStaged's common path: each element goes to its place
 // in its bin in the staging (a bin's elements then lie together, in any
-// order), and then to the output slot that is its bin's start plus how
-// many of the bin's elements come before it. The slots after the
-// elements, up to k, are padding.
+// order), and each gathered element then to the output slot that is its
+// bin's start plus how many of the bin's elements come before it. The
+// slots after the elements, up to k, are padding.
 func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 	e := c.e
 	for i, it := range bs.items {
@@ -259,7 +259,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 			at := c.u32()
 			e.Ld(ptx.SpaceShared, at, c.bin(bs.starts, bs.binOf(it.key)))
 			e.Add(at, at, bs.place[i])
-			c.itemSlots(s, at, 0, it, func(a ptx.Addr, v ptx.Reg) { e.St(ptx.SpaceShared, ptx.U32, a, v) })
+			c.stItem(s, at, 0, it)
 		})
 	}
 	c.sync() // the gathered bins
@@ -274,7 +274,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 		e.Add(at, c.tid, ptx.Imm(int64(i*c.threads)))
 		e.If(c.setp(ptx.LT, at, bs.total), func() {
 			it := sortItem{c.u32(), c.u32(), c.u32()}
-			c.itemSlots(s, at, 0, it, func(a ptx.Addr, v ptx.Reg) { e.Ld(ptx.SpaceShared, v, a) })
+			c.ldItem(s, at, 0, it)
 			b := bs.binOf(it.key)
 			g, end, j := c.u32(), c.u32(), c.u32()
 			e.Ld(ptx.SpaceShared, g, c.bin(bs.starts, b))
