@@ -30,8 +30,9 @@ type Config struct {
 	// Sorted writes each row's Top-K in rank order (key descending, then
 	// index ascending) instead of as a set in no particular order. It
 	// costs a sort of K elements per row in shared memory (a counting
-	// sort by bins of the keys): about 4 us for K = 2048 on an H100
-	// (perf notes 148, 149).
+	// sort by bins of the keys, and of the indices where keys tie):
+	// about 4 us for K = 2048 on an H100, 4-7 us where bfloat16 scores
+	// tie by the hundred (perf notes 148-150).
 	Sorted bool
 	// Cluster is how many CTAs of a thread-block cluster share one row,
 	// for the cluster kernels (sm_90+); 0 means 1. Up to 8 is portable;

@@ -172,7 +172,7 @@ func newTopKShared(l *layout, cfg Config, withCand, withHist bool) topkShared {
 		}
 	}
 	if cfg.Sorted {
-		s.stage = allocStaging(l, cfg.K)
+		s.stage = allocStaging(l, cfg.K, warps)
 	}
 	return s
 }

@@ -113,22 +113,25 @@ func (c *cta) copyOut(o outRow, n ptx.Reg) {
 }
 
 // staging holds a row's selected elements in shared memory for sorting:
-// size (a power of two, at least K) slots of key, index and float bits.
+// size (a power of two, at least K) slots of key, index and float bits,
+// and the sort's block reduction (five words a warp).
 type staging struct {
 	key, idx, bits region
+	reduce         region
 	size           int
 }
 
-func allocStaging(l *layout, k int) *staging {
+func allocStaging(l *layout, k, warps int) *staging {
 	size := 1
 	for size < k {
 		size *= 2
 	}
 	return &staging{
-		key:  l.alloc("stage_key", 4*size, 16),
-		idx:  l.alloc("stage_idx", 4*size, 16),
-		bits: l.alloc("stage_bits", 4*size, 16),
-		size: size,
+		key:    l.alloc("stage_key", 4*size, 16),
+		idx:    l.alloc("stage_idx", 4*size, 16),
+		bits:   l.alloc("stage_bits", 4*size, 16),
+		reduce: l.alloc("stage_reduce", 4*5*warps, 16),
+		size:   size,
 	}
 }
 
@@ -148,16 +151,18 @@ func (c *cta) clearStaging(s *staging) {
 
 // sortStaged sorts the staging buffer into rank order (key descending,
 // then index ascending) and writes its first k slots to o's global row:
-// a counting sort over bins of the keys' span. Each element's bin is the
-// top bits of its key's rank in the span (counted from the top); a
-// histogram of the bins (in sh, free once the selection is made) and a
-// scan give each bin's start, and an element's slot is its bin's start
-// plus how many of its bin come before it (placeByBins). The keys of a
-// Top-K spread over their span, so the bins hold a few elements each;
-// where one holds more than sortBinMax (wide ties, few distinct keys),
-// the elements go through a bitonic network instead (sortBitonic). Both
-// give the one rank order. A bitonic network for every row took 13-15 us
-// at K = 2048, this about 4 us (perf notes 148, 149).
+// a counting sort over bins of the elements' rank values. Each element's
+// bin is the top bits of its rank value (rankBins: the key's distance
+// below the largest, then the index); a histogram of the bins (in sh,
+// free once the selection is made) and a scan give each bin's start, and
+// an element's slot is its bin's start plus how many of its bin come
+// before it (placeByBins). The keys of a Top-K spread over their span,
+// and where they are few (ties) their indices do, so the bins hold a few
+// elements each; where one holds more than sortBinMax (many distinct keys
+// packed close below a far larger one, with ties among them), the
+// elements go through a bitonic network instead (sortBitonic). Both give
+// the one rank order. A bitonic network for every row took 13-15 us at K
+// = 2048, this about 4 us (perf notes 148-150).
 func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch region) {
 	e := c.e
 	P, B, nb := s.size, c.threads, sh.bins
@@ -167,12 +172,13 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 	c.clearShared(counts, nb)
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() { e.St(ptx.SpaceShared, ptx.U32, largest, ptx.Imm(0)) })
 	c.sync() // the staging's stores
-	// This thread's slots, tid + i*B, in registers, and their keys' span;
-	// padding (index -1) is left out, and goes last.
+	// This thread's slots, tid + i*B, in registers, their keys' span and
+	// their indices' bits; padding (index -1) is left out, and goes last.
 	n := (P + B - 1) / B
-	bs := binSort{items: make([]sortItem, n), has: make([]ptx.Pred, n), place: make([]ptx.Reg, n),
+	bs := binSort{items: make([]sortItem, n), has: make([]ptx.Pred, n), place: make([]ptx.Reg, n), bin: make([]ptx.Reg, n),
 		starts: counts, sizes: sizes}
 	acc := c.newSpanAcc()
+	idxs := c.constU32(0) // the bits any index has
 	for i := range bs.items {
 		it := sortItem{c.u32(), c.u32(), c.u32()}
 		bs.items[i] = it
@@ -183,19 +189,17 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 			c.ldItem(s, slot, 0, it)
 		})
 		bs.has[i] = c.setp(ptx.NE, it.idx, ptx.Imm(0xFFFFFFFF))
-		e.If(bs.has[i], func() { acc.add(it.key) })
-	}
-	span := acc.span(scratch) // its barriers publish the clearing
-	bs.binOf = func(key ptx.Reg) ptx.Reg {
-		b := c.u32()
-		e.Shr(b, span.rank(c, key), ptx.Imm(int64(32-bits.TrailingZeros(uint(nb)))))
-		e.Sub(b, ptx.Imm(int64(nb-1)), b)
-		return b
-	}
-	for i, it := range bs.items {
-		bs.place[i] = c.u32()
 		e.If(bs.has[i], func() {
-			e.Atom(ptx.SpaceShared, "add", bs.place[i], c.bin(counts, bs.binOf(it.key)), ptx.Imm(1))
+			acc.add(it.key)
+			e.Or(idxs, idxs, it.idx)
+		})
+	}
+	bs.binOf = c.rankBins(acc, idxs, nb, s.reduce) // its barriers publish the clearing
+	for i, it := range bs.items {
+		bs.place[i], bs.bin[i] = c.u32(), c.u32()
+		e.If(bs.has[i], func() {
+			e.Mov(bs.bin[i], bs.binOf(it))
+			e.Atom(ptx.SpaceShared, "add", bs.place[i], c.bin(counts, bs.bin[i]), ptx.Imm(1))
 		})
 	}
 	c.sync()
@@ -235,14 +239,71 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 	})
 }
 
+// rankBins returns the bin, of nb, of an element in rank order: the top
+// bits of its rank value, its key's distance below the largest key (less
+// the low bits every key shares) followed by its index, over the span of
+// the elements' rank values. acc holds this thread's part of the keys'
+// span, idxs the bits its indices have; the block reduction goes through
+// scratch (five words a warp), and its barriers publish the shared stores
+// before it. Where the keys are few (bfloat16 scores, wide ties), the
+// index's top bits split their bins, so that a bin of equal keys does not
+// hold them all: ranking by comparisons within a bin costs the square of
+// its size (perf notes 150). Where the keys spread over more bits than
+// the bins have, the bin is the key's alone, as a bin of the keys' span
+// would be.
+func (c *cta) rankBins(acc *spanAcc, idxs ptx.Reg, nb int, scratch region) func(it sortItem) ptx.Reg {
+	e := c.e
+	r := c.blockReduceN(append(spanOps[:4:4], "or"), append(acc.regs(), idxs), scratch)
+	top, shared := r[1], c.u32()
+	e.Xor(shared, r[2], r[3])
+	e.Brev(shared, shared)
+	e.Clz(shared, shared) // the low bits every key has alike: 32 where one key
+	// The rank value has keyLen + idxLen bits, of which the bin takes the
+	// top L: (distance << a >> b) | (index << c >> d), each shift the
+	// positive part of a difference of lengths; a and b also drop the
+	// distance's shared low zeros, which keyLen leaves out.
+	L := int64(bits.TrailingZeros(uint(nb)))
+	keyLen, idxLen := c.u32(), c.u32()
+	e.Sub(keyLen, top, r[0])
+	e.Shr(keyLen, keyLen, shared) // shr clamps a shift of 32: 0
+	e.Clz(keyLen, keyLen)
+	e.Sub(keyLen, ptx.Imm(32), keyLen)
+	e.Clz(idxLen, r[4])
+	e.Sub(idxLen, ptx.Imm(32), idxLen)
+	total, keyShift := c.u32(), c.u32()
+	e.Add(total, keyLen, idxLen)
+	e.Add(keyShift, keyLen, shared)
+	shift := func(x, y ptx.Operand) ptx.Reg { // max(x - y, 0)
+		d := c.s32()
+		e.Sub(d, x, y)
+		e.Max(d, d, ptx.Imm(0))
+		u := c.u32()
+		e.Mov(u, d)
+		return u
+	}
+	a, b := shift(ptx.Imm(L), keyShift), shift(keyShift, ptx.Imm(L))
+	cs, d := shift(ptx.Imm(L), total), shift(total, ptx.Imm(L))
+	return func(it sortItem) ptx.Reg {
+		k, x := c.u32(), c.u32()
+		e.Sub(k, top, it.key)
+		e.Shl(k, k, a)
+		e.Shr(k, k, b)
+		e.Shl(x, it.idx, cs)
+		e.Shr(x, x, d)
+		e.Or(k, k, x)
+		return k
+	}
+}
+
 // binSort is sortStaged's state past the bins' starts: this thread's
-// elements (has: not padding) and their places in their bins, the bin of
-// a key, each bin's start and count, and the number of elements.
+// elements (has: not padding), their bins and their places in them, the
+// bin of an element (rankBins), each bin's start and count, and the
+// number of elements.
 type binSort struct {
 	items         []sortItem
 	has           []ptx.Pred
-	place         []ptx.Reg
-	binOf         func(key ptx.Reg) ptx.Reg
+	place, bin    []ptx.Reg
+	binOf         func(it sortItem) ptx.Reg
 	starts, sizes histBuf
 	total         ptx.Reg
 }
@@ -257,7 +318,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 	for i, it := range bs.items {
 		e.If(bs.has[i], func() {
 			at := c.u32()
-			e.Ld(ptx.SpaceShared, at, c.bin(bs.starts, bs.binOf(it.key)))
+			e.Ld(ptx.SpaceShared, at, c.bin(bs.starts, bs.bin[i]))
 			e.Add(at, at, bs.place[i])
 			c.stItem(s, at, 0, it)
 		})
@@ -275,7 +336,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 		e.If(c.setp(ptx.LT, at, bs.total), func() {
 			it := sortItem{c.u32(), c.u32(), c.u32()}
 			c.ldItem(s, at, 0, it)
-			b := bs.binOf(it.key)
+			b := bs.binOf(it)
 			g, end, j := c.u32(), c.u32(), c.u32()
 			e.Ld(ptx.SpaceShared, g, c.bin(bs.starts, b))
 			e.Ld(ptx.SpaceShared, end, c.bin(bs.sizes, b))
@@ -292,8 +353,11 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 }
 
 // sortBinMax is the most elements a bin of sortStaged's counting sort may
-// hold: each of them is compared with every other.
-const sortBinMax = 64
+// hold: each of them is compared with every other, so a bin of b elements
+// costs its warps b steps for every 32 of them, and bins of sortBinMax
+// throughout would take about as long as the bitonic network over K =
+// 2048 slots (~13 us on an H100).
+const sortBinMax = 128
 
 // keyIdx loads the key and index of slot at of s (bits left unset).
 func (c *cta) keyIdx(s *staging, at ptx.Reg) sortItem {

@@ -27,7 +27,8 @@ type Config struct {
 	// Sorted makes each row's result come in rank order (value descending,
 	// NaN first, ties by lowest index) instead of as a set in no order; it
 	// costs a sort of K elements per row (about 4 us for K = 2048 on an
-	// H100, on top of the selection; perf notes 148, 149).
+	// H100, on top of the selection, 4-7 us where bfloat16 scores tie by
+	// the hundred; perf notes 148-150).
 	Sorted bool
 	// Counts makes Select write each row's number of valid outputs,
 	// min(K, n), into Result.Counts (what a sparse-attention kernel reads
