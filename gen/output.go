@@ -166,8 +166,17 @@ func (c *cta) clearStaging(s *staging) {
 func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch region) {
 	e := c.e
 	P, B, nb := s.size, c.threads, sh.bins
-	e.Comment("sorted output: counting sort of %d slots by bins of the keys' span", P)
-	counts, sizes := c.histOf(sh.hist[0]), c.histOf(sh.hist[1])
+	// With more slots than Bins, the bins are Phase 4's two histograms as
+	// one, twice as many (half as full: perf notes 151, 152), and a bin's
+	// end is the next one's start; else, or where the histograms do not
+	// lie end to end (Bins < 4), the second one keeps their counts.
+	h0, h1 := sh.hist[0], sh.hist[1]
+	twice := P > nb && h1.off == h0.off+h0.bytes
+	counts, sizes := c.histOf(h0), c.histOf(h1)
+	if twice {
+		nb *= 2
+	}
+	e.Comment("sorted output: counting sort of %d slots in %d bins of rank values", P, nb)
 	largest := c.smem.at(sh.scalars, 0) // the largest bin's count
 	c.clearShared(counts, nb)
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() { e.St(ptx.SpaceShared, ptx.U32, largest, ptx.Imm(0)) })
@@ -176,7 +185,7 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 	// their indices' bits; padding (index -1) is left out, and goes last.
 	n := (P + B - 1) / B
 	bs := binSort{items: make([]sortItem, n), has: make([]ptx.Pred, n), place: make([]ptx.Reg, n), bin: make([]ptx.Reg, n),
-		starts: counts, sizes: sizes}
+		starts: counts, sizes: sizes, bins: nb, twice: twice}
 	acc := c.newSpanAcc()
 	idxs := c.constU32(0) // the bits any index has
 	for i := range bs.items {
@@ -204,7 +213,8 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 	}
 	c.sync()
 	// The bins' starts, over their counts: threads own runs of q bins, a
-	// block scan of the runs' sums; the counts are kept in sizes.
+	// block scan of the runs' sums; the counts are kept in sizes (unless
+	// twice).
 	q := max(1, nb/B)
 	owns := c.setp(ptx.LT, c.tid, ptx.Imm(int64(nb/q)))
 	first := c.u32()
@@ -229,7 +239,9 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 			b := c.u32()
 			e.Add(b, first, ptx.Imm(int64(j)))
 			e.St(ptx.SpaceShared, ptx.U32, c.bin(counts, b), at)
-			e.St(ptx.SpaceShared, ptx.U32, c.bin(sizes, b), cnt[j])
+			if !twice {
+				e.St(ptx.SpaceShared, ptx.U32, c.bin(sizes, b), cnt[j])
+			}
 			e.Add(at, at, cnt[j])
 		}
 	})
@@ -297,14 +309,17 @@ func (c *cta) rankBins(acc *spanAcc, idxs ptx.Reg, nb int, scratch region) func(
 
 // binSort is sortStaged's state past the bins' starts: this thread's
 // elements (has: not padding), their bins and their places in them, the
-// bin of an element (rankBins), each bin's start and count, and the
-// number of elements.
+// bin of an element (rankBins), each of the bins' start and count (not
+// kept where twice: a bin ends where the next starts), and the number of
+// elements.
 type binSort struct {
 	items         []sortItem
 	has           []ptx.Pred
 	place, bin    []ptx.Reg
 	binOf         func(it sortItem) ptx.Reg
 	starts, sizes histBuf
+	bins          int
+	twice         bool
 	total         ptx.Reg
 }
 
@@ -338,9 +353,17 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 			c.ldItem(s, at, 0, it)
 			b := bs.binOf(it)
 			g, end, j := c.u32(), c.u32(), c.u32()
-			e.Ld(ptx.SpaceShared, g, c.bin(bs.starts, b))
-			e.Ld(ptx.SpaceShared, end, c.bin(bs.sizes, b))
-			e.Add(end, end, g)
+			start := c.bin(bs.starts, b)
+			e.Ld(ptx.SpaceShared, g, start)
+			if bs.twice {
+				e.Mov(end, bs.total) // the last bin's end
+				e.If(c.setp(ptx.LT, b, ptx.Imm(int64(bs.bins-1))), func() {
+					e.Ld(ptx.SpaceShared, end, ptx.At(start.Base, start.Off+4))
+				})
+			} else {
+				e.Ld(ptx.SpaceShared, end, c.bin(bs.sizes, b))
+				e.Add(end, end, g)
+			}
 			e.For(j, g, end, ptx.Imm(1), func() {
 				e.Guarded(c.before(c.keyIdx(s, j), it), func() { e.Add(g, g, ptx.Imm(1)) })
 			})

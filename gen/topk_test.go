@@ -464,16 +464,20 @@ func TestTopKDeterministic(t *testing.T) {
 }
 
 // TestTopKSorted: with Sorted, every kernel writes the Top-K in rank order,
-// a thread holding 1, 2, 4 or 8 of the sort's slots.
+// a thread holding 1, 2, 4 or 8 of the sort's slots, in as many bins as
+// Bins or, with more slots than that, twice as many.
 func TestTopKSorted(t *testing.T) {
 	for _, base := range []gen.Config{cfgK16, cfgK256, cfgK2k,
 		{K: 100, MaxCandidates: 400, BlockSize: 128, Bins: 128, Target: ptx.SM80},
 		{K: 100, MaxCandidates: 400, BlockSize: 64, Bins: 128, Target: ptx.SM80},
-		{K: 256, MaxCandidates: 1024, BlockSize: 32, Bins: 256, Target: ptx.SM80}} {
+		{K: 256, MaxCandidates: 1024, BlockSize: 32, Bins: 256, Target: ptx.SM80},
+		// More slots than bins: the sort takes both histograms as one.
+		{K: 200, MaxCandidates: 800, BlockSize: 128, Bins: 64, Target: ptx.SM80}} {
 		cfg := base
 		cfg.Sorted = true
 		r := rand.New(rand.NewPCG(9, uint64(cfg.K)))
 		cs := rows(r, cfg.K, cfg.MaxCandidates, 3*cfg.MaxCandidates+5)
+		cs = append(cs, testCase{name: "ties in the last bin", x: tiesInLastBin(r, cfg.K, 3*cfg.MaxCandidates+5)})
 		predict(r, cs, "partial", cfg.K)
 		for _, name := range []string{"gvr_topk", "topk_fallback", "topk_radix"} {
 			p, k := load(t, name, cfg)
@@ -485,6 +489,29 @@ func TestTopKSorted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tiesInLastBin is a row of n whose Top-K ends in K/8 + 1 ties (K/8 of
+// them in the Top-K), all in the sort's last bin: their key lies 2^20 - 1
+// below the largest, so its distance's top bits are all ones, whatever
+// the bins and the index.
+func tiesInLastBin(r *rand.Rand, K, n int) []float32 {
+	top := uint32(0x3F800000) // 1.0
+	low := math.Float32frombits(top - (1<<20 - 1))
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = -1 - float32(math.Abs(r.NormFloat64()))
+	}
+	x[0] = 1
+	tied := K/8 + 1
+	for i := 1; i < K-K/8; i++ { // between the two
+		x[i] = math.Float32frombits(top - 1 - r.Uint32N(1<<20-2))
+	}
+	for i := K - K/8; i < K-K/8+tied; i++ {
+		x[i] = low
+	}
+	r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+	return x
 }
 
 // TestGVRTakesItsPath: with a good prediction gvr_topk selects by the GVR
