@@ -236,3 +236,65 @@ func TestClocksDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A profiled launch counts each instruction's warp issues: a uniform loop
+// of five trips issues its body five times a warp, a divergent one as
+// often as its longest lane, and the counts add up to the launch's.
+func TestProfile(t *testing.T) {
+	const uniform, divergent = 1001, 2002 // the loops' adds, by their immediates
+	p := threadKernel(t, ptx.SM90, func(e *ptx.Entry, tid, res ptx.Reg) {
+		i, n := e.Reg(ptx.U32), e.Reg(ptx.U32)
+		e.For(i, ptx.Imm(0), ptx.Imm(5), ptx.Imm(1), func() { e.Add(res, res, ptx.Imm(uniform)) })
+		e.And(n, tid, ptx.Imm(7)) // 0..7 trips
+		e.For(i, ptx.Imm(0), n, ptx.Imm(1), func() { e.Add(res, res, ptx.Imm(divergent)) })
+	})
+	mem := NewMemory()
+	out := mem.Alloc(4*64, 0)
+	l, err := p.Contract("k", 64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prof Profile
+	st, err := p.Run(mem, Launch{Grid: [3]int{3}, Args: l.Args().Set("out", out), Profile: &prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]int64{uniform: 3 * 2 * 5, divergent: 3 * 2 * 7} // 3 CTAs of 2 warps; the longest lane's 7 trips
+	n, found := 0, 0                                                  // body instructions so far; adds found
+	for _, s := range p.kernels["k"].entry.Body {
+		in, ok := s.(*ptx.Inst)
+		if !ok {
+			continue
+		}
+		if n >= len(prof.Issued) {
+			t.Fatalf("%d counts for more instructions", len(prof.Issued))
+		}
+		if w, ok := want[lastImm(in)]; ok && in.Op == "add" {
+			found++
+			if got := prof.Issued[n]; got != w {
+				t.Errorf("%s: issued %d times, want %d", in.Op, got, w)
+			}
+		}
+		n++
+	}
+	if n != len(prof.Issued) || found != 2 {
+		t.Fatalf("%d counts for %d instructions; %d of the 2 adds found", len(prof.Issued), n, found)
+	}
+	var sum int64
+	for _, c := range prof.Issued {
+		sum += c
+	}
+	if sum != st.WarpInstructions {
+		t.Errorf("issued %d warp instructions in all, the launch %d", sum, st.WarpInstructions)
+	}
+}
+
+// lastImm is in's last operand where it is an immediate, else -1.
+func lastImm(in *ptx.Inst) int64 {
+	if len(in.Args) > 0 {
+		if imm, ok := in.Args[len(in.Args)-1].(ptx.Imm); ok {
+			return int64(imm)
+		}
+	}
+	return -1
+}

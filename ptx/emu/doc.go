@@ -120,7 +120,10 @@
 // (tid/32), %nwarpid (warps in the CTA), %lanemask_*, %smid (0). Blocks
 // are 1-D, as the contract's Block: %tid.y and .z are 0, %ntid.y and .z 1.
 // %clock, %clock64 and %globaltimer count the CTA's warp instructions so
-// far: deterministic.
+// far: deterministic. A launch with Launch.Profile also counts the warp
+// instructions issued at each of the entry's instructions: where a kernel
+// spends its issue slots, a lower bound on its time that a GPU's latency
+// adds to.
 //
 // # Race detector
 //

@@ -285,6 +285,9 @@ func (w *warp) run() *Fault {
 			m &= p
 		}
 		c.steps++
+		if c.ls.issued != nil {
+			c.ls.issued[g.pc]++
+		}
 		if c.steps > c.ls.maxSteps {
 			return w.fault(FaultSteps, in, g.mask, "the step budget of %d warp instructions per CTA is spent (an endless loop?)", c.ls.maxSteps)
 		}

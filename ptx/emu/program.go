@@ -95,6 +95,18 @@ type Launch struct {
 	// without clusters, mbarriers or bulk copies run the same for every
 	// seed.
 	Seed uint64
+	// Profile, where set, receives the warp instructions issued at each
+	// of the entry's instructions.
+	Profile *Profile
+}
+
+// Profile is what a profiled launch (Launch.Profile) counts.
+type Profile struct {
+	// Issued is the warp instructions issued at each of the entry's
+	// instructions (its *ptx.Inst statements, in body order), summed over
+	// the launch's CTAs: they add up to Stats.WarpInstructions, less the
+	// warps that end by falling off the body's end.
+	Issued []int64
 }
 
 // DefaultMaxSteps is the per-CTA step budget when Launch.MaxSteps is 0: far
@@ -135,6 +147,10 @@ func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 	ls, err := k.prepare(mem, l)
 	if err != nil {
 		return st, err
+	}
+	if l.Profile != nil {
+		ls.issued = make([]int64, len(k.code)) // the body's, then the implicit exit
+		defer func() { l.Profile.Issued = ls.issued[:len(k.code)-1] }()
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -206,6 +222,7 @@ type launchState struct {
 	explicit bool    // the entry declares its cluster shape
 	async    bool    // the kernel uses mbarriers or bulk copies
 	pool     []*warp // warps reused from cluster to cluster
+	issued   []int64 // Launch.Profile: warp instructions issued at each instruction
 }
 
 func dim3(d [3]int) [3]int {
