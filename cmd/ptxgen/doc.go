@@ -22,6 +22,7 @@
 //	-unroll N             float4 loads in flight per thread (0: default)
 //	-instrument           emit phase timestamps and counters
 //	-summary              print a summary instead of the PTX
+//	-row N                with -summary: also the warp instructions issued on a row of N
 //	-diff CHANGES         print a unified diff against a second kernel
 //	-o FILE               write to FILE instead of standard output
 //	-list                 list the kernels and the targets, then exit
@@ -33,6 +34,15 @@
 // comment "Phase N: ..." up to the next one, with the steps within it (any
 // other comment, such as "radix select: digit bits [21, 32)") indented
 // below it and counted in it too.
+//
+// -summary -row N also runs a Top-K kernel in the interpreter (ptx/emu) on
+// one row of N of the paper's synthetic scores, with their static
+// prediction where the kernel takes one, and gives beside each count the
+// warp instructions issued there, over the row's CTAs. These are PTX
+// instructions: ptxas makes about as many machine instructions of them
+// (it folds some and expands others), of which an SM issues four a
+// cycle, its latencies on top. With -diff, two kernels' counts side by
+// side on the same row.
 //
 // -diff CHANGES generates a second kernel: the first one's flags changed by
 // CHANGES, comma-separated flags without their dash ("arch=sm_100",
@@ -48,6 +58,7 @@
 //	ptxgen -summary -kernel topk_fallback -arch sm_90
 //	ptxgen -arch sm_90 -diff arch=sm_100
 //	ptxgen -summary -diff k=1024,max-candidates=3072
+//	ptxgen -summary -row 65536 -kernel topk_fallback -arch sm_90 -sure-set -diff sorted
 //
 // A bad flag, an unknown kernel or target, or a configuration the generator
 // rejects prints one line, "ptxgen: ...", on stderr and exits with status 2.

@@ -158,6 +158,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	goName := fs.String("name", "", "with -go: the contract's Go name (default: the kernel's, in CamelCase: GvrTopk); the text is NAME+PTX")
 	list := fs.Bool("list", false, "list the kernels and the targets, then exit")
 	summary := fs.Bool("summary", false, "print a summary instead of the PTX: params, shared memory, registers, instructions per phase")
+	row := fs.Int("row", 0, "with -summary, a Top-K kernel: also run it in the interpreter on one row of `n` of the paper's synthetic scores "+
+		"(with their static prediction) and give the warp instructions issued in each phase, over the row's CTAs")
 	diff := fs.String("diff", "", "compare with a second kernel: these flags changed by `changes`, comma-separated, without dashes "+
 		"(arch=sm_100; k=1024,max-candidates=3072; instrument); prints a unified diff of the PTX, or of the summaries with -summary")
 
@@ -184,13 +186,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !set["kernel"] && sp.kernel != preferredKernel {
 		fmt.Fprintf(stderr, "ptxgen: %s is not generated yet; printing %s\n", preferredKernel, sp.kernel)
 	}
-	show := func(k *gen.Kernel) string {
-		if *summary {
-			return summarize(k)
-		}
-		return k.PTX()
+	if set["row"] && !*summary {
+		return fail(exitUsage, errors.New("-row adds to -summary: give -summary too"))
 	}
-	text := show(kern)
+	show := func(k *gen.Kernel) (string, error) {
+		if !*summary {
+			return k.PTX(), nil
+		}
+		if !set["row"] {
+			return summarize(k, nil, 0), nil
+		}
+		iss, err := issued(k, *row)
+		if err != nil {
+			return "", err
+		}
+		return summarize(k, iss, *row), nil
+	}
+	text, err := show(kern)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
 	if set["diff"] {
 		sp2, err := sp.with(*diff)
 		if err != nil {
@@ -200,7 +215,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(exitUsage, fmt.Errorf("-diff: %w", err))
 		}
-		text = unifiedDiff(label(kern), label(kern2), text, show(kern2))
+		text2, err := show(kern2)
+		if err != nil {
+			return fail(exitUsage, fmt.Errorf("-diff: %w", err))
+		}
+		text = unifiedDiff(label(kern), label(kern2), text, text2)
 	}
 
 	if *goOut != "" {
@@ -284,6 +303,9 @@ Examples:
                                      what changes from sm_90 to sm_100 (a unified diff)
   ptxgen -summary -diff k=1024,max-candidates=3072
                                      how the summary changes with K
+  ptxgen -summary -row 65536 -kernel topk_fallback -arch sm_90 -diff sorted
+                                     the warp instructions each phase issues on a
+                                     synthetic row (the interpreter), unsorted and sorted
   ptxgen -arch sm_90 -k 512 -o topk.ptx -go topk.go -name TopK
                                      the PTX, and a Go file embedding it with its launch contract
 

@@ -199,6 +199,9 @@ func TestErrors(t *testing.T) {
 		{"max-candidates < K", []string{"-k", "512", "-max-candidates", "100"}, "MaxCandidates = 100: must be at least K = 512"},
 		{"unroll", []string{"-unroll", "99"}, "Unroll = 99"},
 		{"several at once", []string{"-k", "0", "-block", "100", "-bins", "3"}, "K = 0: must be at least 1; BlockSize = 100"},
+		{"row without summary", []string{"-row", "100"}, "-row adds to -summary"},
+		{"row of no Top-K kernel", []string{"-summary", "-row", "100", "-kernel", "count_ge", "-k", "16", "-max-candidates", "64", "-block", "64", "-bins", "64"}, "count_ge is not one"},
+		{"empty row", []string{"-summary", "-row", "0", "-kernel", "topk_radix"}, "-row 0: a row has at least one score"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, out, errs := ptxgen(t, tc.args...)

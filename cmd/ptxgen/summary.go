@@ -17,9 +17,10 @@ const phaseMarker = "Phase "
 
 // section is a stretch of an entry's body between two markers.
 type section struct {
-	name  string
-	step  bool // a step within the phase before it
-	insts int
+	name   string
+	step   bool // a step within the phase before it
+	insts  int
+	issued int64 // warp instructions issued there on -row's row
 }
 
 // label is the section's line in the summary: a step is indented below
@@ -31,18 +32,27 @@ func (s section) label() string {
 	return "  " + s.name
 }
 
-// sections counts e's instructions between its comments; the
-// instructions before the first are "setup". A phase's count includes its
-// steps; steps before the first phase belong to setup.
-func sections(e *ptx.Entry) []section {
+// sections counts e's instructions between its comments, and the warp
+// instructions issued at them (issued, one count an instruction, or nil);
+// the instructions before the first are "setup". A phase's count includes
+// its steps; steps before the first phase belong to setup.
+func sections(e *ptx.Entry, issued []int64) []section {
 	secs := []section{{name: "setup"}}
 	phase := 0 // index in secs of the current phase
+	i := 0     // instructions so far
 	for _, s := range e.Body {
 		switch s := s.(type) {
 		case *ptx.Inst:
+			var n int64
+			if issued != nil {
+				n = issued[i]
+			}
+			i++
 			secs[len(secs)-1].insts++
+			secs[len(secs)-1].issued += n
 			if secs[len(secs)-1].step {
 				secs[phase].insts++
+				secs[phase].issued += n
 			}
 		case ptx.Comment:
 			if strings.HasPrefix(s.Text, phaseMarker) {
@@ -79,8 +89,9 @@ func regDecls(text, name string) []string {
 
 // summarize describes k: name, configuration, target, launch shape and
 // shared memory, then per entry its parameters, register declarations and
-// instruction counts per phase.
-func summarize(k *gen.Kernel) string {
+// instruction counts per phase; where issued is given (-row), the warp
+// instructions issued in each phase on a row of n too.
+func summarize(k *gen.Kernel, issued []int64, n int) string {
 	var b strings.Builder
 	m := k.Module
 	fmt.Fprintf(&b, "kernel %s: %s\n", k.Name, k.Doc)
@@ -113,17 +124,29 @@ func summarize(k *gen.Kernel) string {
 		for _, d := range regDecls(text, e.Name) {
 			fmt.Fprintf(&b, "  %s\n", d)
 		}
-		secs := sections(e)
-		total, width := 0, 0
+		iss := issued
+		if e.Name != k.Launch.Entry {
+			iss = nil // the profile is of the launch's entry
+		}
+		secs := sections(e, iss)
+		total, width, all := 0, 0, int64(0)
 		for _, s := range secs {
 			if !s.step {
 				total += s.insts
+				all += s.issued
 			}
 			width = max(width, len(s.label()))
 		}
-		fmt.Fprintf(&b, "instructions: %d\n", total)
+		if iss == nil {
+			fmt.Fprintf(&b, "instructions: %d\n", total)
+			for _, s := range secs {
+				fmt.Fprintf(&b, "%-*s %6d\n", width, s.label(), s.insts)
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "instructions: %d; warp instructions issued on a synthetic row of %d (all its CTAs): %d\n", total, n, all)
 		for _, s := range secs {
-			fmt.Fprintf(&b, "%-*s %6d\n", width, s.label(), s.insts)
+			fmt.Fprintf(&b, "%-*s %6d %10d\n", width, s.label(), s.insts, s.issued)
 		}
 	}
 	return b.String()

@@ -37,7 +37,7 @@ func TestSections(t *testing.T) {
 	if err := m.Build(); err != nil {
 		t.Fatal(err)
 	}
-	got := sections(e)
+	got := sections(e, nil)
 	want := []section{
 		{name: "setup", insts: 3},
 		{name: "note before any phase", step: true, insts: 1},
@@ -131,6 +131,54 @@ func TestSummary(t *testing.T) {
 	}
 	wantLines(t, out, "-config: "+k.Config.String(), "+config: "+c2.String(),
 		"+shared memory: "+strconv.Itoa(k2.Launch.SharedBytes)+" bytes dynamic")
+}
+
+// -summary -row runs the kernel on a synthetic row in the interpreter:
+// each section's issued count, the phases' adding up to the total, which
+// is what the interpreter counts for the launch.
+func TestSummaryRow(t *testing.T) {
+	args := []string{"-summary", "-row", "3000", "-kernel", "topk_fallback", "-arch", "sm_90", "-k", "256", "-max-candidates", "1024", "-block", "256", "-bins", "256", "-sure-set"}
+	status, out, errs := ptxgen(t, args...)
+	if status != 0 || errs != "" {
+		t.Fatalf("status %d, stderr %q", status, errs)
+	}
+	m := regexp.MustCompile(`\ninstructions: \d+; warp instructions issued on a synthetic row of 3000 \(all its CTAs\): (\d+)\n`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no issued total in:\n%s", out)
+	}
+	total := atoi(t, m[1])
+	sum, phases := 0, 0
+	row := regexp.MustCompile(`^  (\S.*?)\s+(\d+)\s+(\d+)$`)
+	for _, l := range strings.Split(out, "\n") {
+		if m := row.FindStringSubmatch(l); m != nil && !strings.HasPrefix(m[1], " ") {
+			sum += atoi(t, m[3])
+			if strings.HasPrefix(m[1], "Phase ") && atoi(t, m[3]) > 0 {
+				phases++
+			}
+		}
+	}
+	if sum != total || total == 0 {
+		t.Errorf("the sections issue %d warp instructions, the total is %d", sum, total)
+	}
+	if phases < 4 { // a row of 3000 at K = 256 takes the four phases
+		t.Errorf("%d phases issued instructions, want 4:\n%s", phases, out)
+	}
+	// The interpreter's own count of the launch.
+	k, err := gen.Generate("topk_fallback", gen.Config{K: 256, MaxCandidates: 1024, BlockSize: 256, Bins: 256, Target: ptx.SM90, SureSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := issued(k, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range iss {
+		n += c
+	}
+	if int(n) != total {
+		t.Errorf("issued() counts %d, the summary %d", n, total)
+	}
 }
 
 func atoi(t *testing.T, s string) int {

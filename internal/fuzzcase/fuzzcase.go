@@ -233,7 +233,7 @@ func (c Case) Row16() []uint16 {
 	if c.Config.Scores == gen.Float32 {
 		return nil
 	}
-	return narrow(c.Config.Scores, c.row32())
+	return Narrow(c.Config.Scores, c.row32())
 }
 
 // Predicted reports whether the case's kernel takes a prediction.
@@ -289,8 +289,8 @@ func format(s gen.ScoreType) half.Format {
 	return half.Float16
 }
 
-// narrow rounds x to the 16-bit score type s.
-func narrow(s gen.ScoreType, x []float32) []uint16 { return format(s).Narrow(x) }
+// Narrow rounds x to the 16-bit score type s.
+func Narrow(s gen.ScoreType, x []float32) []uint16 { return format(s).Narrow(x) }
 
 // widen is the exact float32 values of 16-bit scores of type s.
 func widen(s gen.ScoreType, h []uint16) []float32 { return format(s).Widen(h) }

@@ -46,7 +46,7 @@ func (c Case) Batch(x []float32, pred []int32) Batch {
 	}
 	copy(b.Scores[c.Lead*b.Stride:], x)
 	if s := c.Config.Scores; s != gen.Float32 {
-		b.Scores16 = narrow(s, b.Scores) // NaN slack, the row: exact
+		b.Scores16 = Narrow(s, b.Scores) // NaN slack, the row: exact
 		copy(b.Scores16[c.Lead*b.Stride:], c.Row16())
 		b.Scores = nil
 	}

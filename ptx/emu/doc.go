@@ -122,8 +122,9 @@
 // %clock, %clock64 and %globaltimer count the CTA's warp instructions so
 // far: deterministic. A launch with Launch.Profile also counts the warp
 // instructions issued at each of the entry's instructions: where a kernel
-// spends its issue slots, a lower bound on its time that a GPU's latency
-// adds to.
+// spends its PTX instructions (ptxas makes about as many machine
+// instructions of them: it folds some, address arithmetic into loads,
+// and expands others).
 //
 // # Race detector
 //
