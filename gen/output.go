@@ -330,6 +330,7 @@ type binSort struct {
 // slots after the elements, up to k, are padding.
 func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 	e := c.e
+	e.Comment("sorted output: each element to its bin's start plus its rank within the bin")
 	for i, it := range bs.items {
 		e.If(bs.has[i], func() {
 			at := c.u32()
