@@ -266,10 +266,7 @@ func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch r
 func (c *cta) rankBins(acc *spanAcc, idxs ptx.Reg, nb int, scratch region) func(it sortItem) ptx.Reg {
 	e := c.e
 	r := c.blockReduceN(append(spanOps[:4:4], "or"), append(acc.regs(), idxs), scratch)
-	top, shared := r[1], c.u32()
-	e.Xor(shared, r[2], r[3])
-	e.Brev(shared, shared)
-	e.Clz(shared, shared) // the low bits every key has alike: 32 where one key
+	top, shared := r[1], c.alike(r[2], r[3])
 	// The rank value has keyLen + idxLen bits, of which the bin takes the
 	// top L: (distance << a >> b) | (index << c >> d), each shift the
 	// positive part of a difference of lengths; a and b also drop the

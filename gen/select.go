@@ -139,15 +139,23 @@ func (a *spanAcc) span(scratch region) keySpan {
 	span := keySpan{min: r[0], shift: c.u32(), zeros: c.u32()}
 	e.Clz(span.shift, d)
 	e.Guarded(c.setp(ptx.GT, r[0], r[1]), func() { e.Mov(span.shift, ptx.Imm(32)) }) // no elements
-	// The low bits every key shares (where and and or agree) are zero in
-	// every key - min, and so in every rank below the shift.
-	same := c.u32()
-	e.Xor(same, r[2], r[3])
-	e.Brev(same, same)
-	e.Clz(same, same) // trailing zeros of and ^ or
+	// The low bits every key shares are zero in every key - min, and so in
+	// every rank below the shift.
+	same := c.alike(r[2], r[3])
 	e.Add(span.zeros, span.shift, same)
 	e.Min(span.zeros, span.zeros, ptx.Imm(32))
 	return span
+}
+
+// alike returns how many low bits every key has alike, from the keys'
+// and (all) and or (any): the trailing zeros of all ^ any, 32 where they
+// are one key.
+func (c *cta) alike(all, any ptx.Reg) ptx.Reg {
+	n := c.u32()
+	c.e.Xor(n, all, any)
+	c.e.Brev(n, n)
+	c.e.Clz(n, n)
+	return n
 }
 
 // tiesOf ranks the elements whose key is kth by lowest index first (rank
