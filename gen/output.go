@@ -69,10 +69,7 @@ func (c *cta) slot(o outRow, pos ptx.Reg) ptx.Reg {
 func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 	e := c.e
 	if s := o.stage; s != nil {
-		pos = c.slot(o, pos)
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.key, pos, 4), c.key(bits))
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.idx, pos, 4), idx)
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, pos, 4), bits)
+		c.stItem(s, c.slot(o, pos), 0, sortItem{c.key(bits), idx, bits})
 		return
 	}
 	valid := c.setp(ptx.NE, idx, ptx.Imm(0xFFFFFFFF)) // not a padding slot
@@ -113,12 +110,17 @@ func (c *cta) copyOut(o outRow, n ptx.Reg) {
 }
 
 // staging holds a row's selected elements in shared memory for sorting:
-// size (a power of two, at least K) slots of key, index and float bits,
-// and the sort's block reduction (five words a warp).
+// size (a power of two, at least K) slots of rank and float bits, and the
+// sort's block reduction (five words a warp). A slot's rank is a u64 whose
+// order is rank order: the key in its high word, the index's complement
+// in its low one (a lower index ranks first), so that one load and one
+// compare rank two elements (placeByBins). Padding, key 0 and index -1,
+// is rank 0: below every element's. sortUnroll slots more of padding
+// follow the size, for the rank loop's reads past the last bin.
 type staging struct {
-	key, idx, bits region
-	reduce         region
-	size           int
+	rank, bits region
+	reduce     region
+	size       int
 }
 
 func allocStaging(l *layout, k, warps int) *staging {
@@ -127,8 +129,7 @@ func allocStaging(l *layout, k, warps int) *staging {
 		size *= 2
 	}
 	return &staging{
-		key:    l.alloc("stage_key", 4*size, 16),
-		idx:    l.alloc("stage_idx", 4*size, 16),
+		rank:   l.alloc("stage_rank", 8*(size+sortUnroll), 16),
 		bits:   l.alloc("stage_bits", 4*size, 16),
 		reduce: l.alloc("stage_reduce", 4*5*warps, 16),
 		size:   size,
@@ -140,11 +141,12 @@ func allocStaging(l *layout, k, warps int) *staging {
 // past a short row's length must hold, and where padding sorts: last.
 func (c *cta) clearStaging(s *staging) {
 	e := c.e
-	j := c.u32()
-	e.For(j, c.tid, ptx.Imm(int64(s.size)), ptx.Imm(int64(c.threads)), func() {
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.key, j, 4), ptx.Imm(0))
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.idx, j, 4), ptx.Imm(0xFFFFFFFF))
-		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, j, 4), ptx.Imm(0xFF800000))
+	j, z := c.u32(), c.constU32(0)
+	e.For(j, c.tid, ptx.Imm(int64(s.size+sortUnroll)), ptx.Imm(int64(c.threads)), func() {
+		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.rank, j, 8), ptx.Vec{z, z})
+		e.If(c.setp(ptx.LT, j, ptx.Imm(int64(s.size))), func() {
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, j, 4), ptx.Imm(0xFF800000))
+		})
 	})
 	c.sync()
 }
@@ -162,7 +164,7 @@ func (c *cta) clearStaging(s *staging) {
 // packed close below a far larger one, with ties among them), the
 // elements go through a bitonic network instead (sortBitonic). Both give
 // the one rank order. A bitonic network for every row took 13-15 us at K
-// = 2048, this about 4 us (perf notes 148-150).
+// = 2048, this about 3 us (perf notes 148-154).
 func (c *cta) sortStaged(s *staging, o outRow, k int, sh selectShared, scratch region) {
 	e := c.e
 	P, B, nb := s.size, c.threads, sh.bins
@@ -362,8 +364,17 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 				e.Ld(ptx.SpaceShared, end, c.bin(bs.sizes, b))
 				e.Add(end, end, g)
 			}
-			e.For(j, g, end, ptx.Imm(1), func() {
-				e.Guarded(c.before(c.keyIdx(s, j), it), func() { e.Add(g, g, ptx.Imm(1)) })
+			// sortUnroll slots a step, their loads in flight together, and
+			// no test for the bin's end: the slots past it hold later bins'
+			// elements and padding, none of them before this one.
+			mine := c.rankOf(it)
+			e.For(j, g, end, ptx.Imm(sortUnroll), func() {
+				at := c.smem.elem(s.rank, j, 8)
+				for u := range sortUnroll {
+					r := c.u64()
+					e.Ld(ptx.SpaceShared, r, ptx.At(at.Base, at.Off+int64(8*u)))
+					e.Guarded(c.setp(ptx.GT, r, mine), func() { e.Add(g, g, ptx.Imm(1)) })
+				}
 			})
 			e.If(c.setp(ptx.LT, g, ptx.Imm(int64(k))), func() { c.store(out, g, it.idx, it.bits) })
 		})
@@ -380,12 +391,21 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 // 2048 slots (~13 us on an H100).
 const sortBinMax = 128
 
-// keyIdx loads the key and index of slot at of s (bits left unset).
-func (c *cta) keyIdx(s *staging, at ptx.Reg) sortItem {
-	it := sortItem{key: c.u32(), idx: c.u32()}
-	c.e.Ld(ptx.SpaceShared, it.key, c.smem.elem(s.key, at, 4))
-	c.e.Ld(ptx.SpaceShared, it.idx, c.smem.elem(s.idx, at, 4))
-	return it
+// sortUnroll is how many slots placeByBins' rank loop compares a step.
+const sortUnroll = 4
+
+// rankOf is it's rank as the staging holds it (staging): a u64 whose
+// order is rank order.
+func (c *cta) rankOf(it sortItem) ptx.Reg {
+	e := c.e
+	r, lo := c.u64(), c.u64()
+	e.Cvt(r, it.key)
+	e.Shl(r, r, ptx.Imm(32))
+	n := c.u32()
+	e.Not(n, it.idx)
+	e.Cvt(lo, n)
+	e.Or(r, r, lo)
+	return r
 }
 
 // sortBitonic sorts the staging buffer into rank order (key descending,
@@ -482,24 +502,27 @@ type sortItem struct{ key, idx, bits ptx.Reg }
 
 // ldItem loads it from slot first+i of s.
 func (c *cta) ldItem(s *staging, first ptx.Reg, i int, it sortItem) {
-	c.itemSlots(s, first, i, it, func(a ptx.Addr, v ptx.Reg) { c.e.Ld(ptx.SpaceShared, v, a) })
+	e := c.e
+	r, b := c.itemAddrs(s, first, i)
+	e.Ld(ptx.SpaceShared, ptx.Vec{it.idx, it.key}, r)
+	e.Not(it.idx, it.idx)
+	e.Ld(ptx.SpaceShared, it.bits, b)
 }
 
 // stItem stores it into slot first+i of s.
 func (c *cta) stItem(s *staging, first ptx.Reg, i int, it sortItem) {
-	c.itemSlots(s, first, i, it, func(a ptx.Addr, v ptx.Reg) { c.e.St(ptx.SpaceShared, ptx.U32, a, v) })
+	e := c.e
+	r, b := c.itemAddrs(s, first, i)
+	n := c.u32()
+	e.Not(n, it.idx)
+	e.St(ptx.SpaceShared, ptx.U32, r, ptx.Vec{n, it.key})
+	e.St(ptx.SpaceShared, ptx.U32, b, it.bits)
 }
 
-// itemSlots calls f with the address of each of it's three words in slot
-// first+i of s and the register that word goes to or comes from.
-func (c *cta) itemSlots(s *staging, first ptx.Reg, i int, it sortItem, f func(a ptx.Addr, v ptx.Reg)) {
-	for _, w := range []struct {
-		r region
-		v ptx.Reg
-	}{{s.key, it.key}, {s.idx, it.idx}, {s.bits, it.bits}} {
-		a := c.smem.elem(w.r, first, 4)
-		f(ptx.At(a.Base, a.Off+int64(4*i)), w.v)
-	}
+// itemAddrs returns the addresses of slot first+i's rank and bits in s.
+func (c *cta) itemAddrs(s *staging, first ptx.Reg, i int) (rank, bits ptx.Addr) {
+	r, b := c.smem.elem(s.rank, first, 8), c.smem.elem(s.bits, first, 4)
+	return ptx.At(r.Base, r.Off+int64(8*i)), ptx.At(b.Base, b.Off+int64(4*i))
 }
 
 // before sets p to whether a comes before b in rank order.
@@ -598,26 +621,16 @@ func (c *cta) sortStageShared(s *staging, size, stride ptx.Reg) {
 		b := c.u32()
 		e.Add(b, a, stride)
 		x, y := sortItem{c.u32(), c.u32(), c.u32()}, sortItem{c.u32(), c.u32(), c.u32()}
-		for _, f := range []struct {
-			r    region
-			x, y ptx.Reg
-		}{{s.key, x.key, y.key}, {s.idx, x.idx, y.idx}, {s.bits, x.bits, y.bits}} {
-			e.Ld(ptx.SpaceShared, f.x, c.smem.elem(f.r, a, 4))
-			e.Ld(ptx.SpaceShared, f.y, c.smem.elem(f.r, b, 4))
-		}
+		c.ldItem(s, a, 0, x)
+		c.ldItem(s, b, 0, y)
 		// Blocks whose bit size is set are ordered in reverse.
 		rev := c.u32()
 		e.And(rev, a, size)
 		swap := c.setp(ptx.NE, rev, ptx.Imm(0))
 		e.XorPred(swap, swap, c.before(y, x))
 		e.Guarded(swap, func() {
-			for _, f := range []struct {
-				r    region
-				x, y ptx.Reg
-			}{{s.key, x.key, y.key}, {s.idx, x.idx, y.idx}, {s.bits, x.bits, y.bits}} {
-				e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(f.r, a, 4), f.y)
-				e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(f.r, b, 4), f.x)
-			}
+			c.stItem(s, a, 0, y)
+			c.stItem(s, b, 0, x)
 		})
 	})
 }
