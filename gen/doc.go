@@ -77,7 +77,8 @@
 //     sample's largest value (the first pass finds a candidate outside it,
 //     and the select then takes the exact span and starts over; 16-bit
 //     scores walk): after the first digit the K-th candidate's bin usually
-//     holds at most 32, which one warp ranks and writes after the
+//     holds at most 32 (128 with 16-bit scores, whose ties make fuller
+//     bins), which are ranked against each other and written after the
 //     candidates above that bin (those take the first slots in walk order,
 //     from one block scan), so the K-th element itself is never needed
 //     (the first histogram is cleared before Phase 1, off its path);

@@ -156,7 +156,7 @@ type topkShared struct {
 func newTopKShared(l *layout, cfg Config, withCand, withHist bool) topkShared {
 	warps := cfg.BlockSize / warpSize
 	var s topkShared
-	s.sel = allocSelect(l, cfg.Bins, warps)
+	s.sel = allocSelect(l, cfg.Bins, warps, smallBinMax(cfg.Scores, cfg.BlockSize))
 	s.reduce = l.alloc("reduce", 4*4*warps, 16)
 	if withCand {
 		s.cand.bits = l.alloc("cand_bits", 4*cfg.MaxCandidates, 16)

@@ -115,7 +115,7 @@ func (c *cta) copyOut(o outRow, n ptx.Reg) {
 // order is rank order: the key in its high word, the index's complement
 // in its low one (a lower index ranks first), so that one load and one
 // compare rank two elements (placeByBins). Padding, key 0 and index -1,
-// is rank 0: below every element's. sortUnroll slots more of padding
+// is rank 0: below every element's. rankStep slots more of padding
 // follow the size, for the rank loop's reads past the last bin.
 type staging struct {
 	rank, bits region
@@ -129,7 +129,7 @@ func allocStaging(l *layout, k, warps int) *staging {
 		size *= 2
 	}
 	return &staging{
-		rank:   l.alloc("stage_rank", 8*(size+sortUnroll), 16),
+		rank:   l.alloc("stage_rank", 8*(size+rankStep), 16),
 		bits:   l.alloc("stage_bits", 4*size, 16),
 		reduce: l.alloc("stage_reduce", 4*5*warps, 16),
 		size:   size,
@@ -142,7 +142,7 @@ func allocStaging(l *layout, k, warps int) *staging {
 func (c *cta) clearStaging(s *staging) {
 	e := c.e
 	j, z := c.u32(), c.constU32(0)
-	e.For(j, c.tid, ptx.Imm(int64(s.size+sortUnroll)), ptx.Imm(int64(c.threads)), func() {
+	e.For(j, c.tid, ptx.Imm(int64(s.size+rankStep)), ptx.Imm(int64(c.threads)), func() {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.rank, j, 8), ptx.Vec{z, z})
 		e.If(c.setp(ptx.LT, j, ptx.Imm(int64(s.size))), func() {
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, j, 4), ptx.Imm(0xFF800000))
@@ -352,7 +352,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 			it := sortItem{c.u32(), c.u32(), c.u32()}
 			c.ldItem(s, at, 0, it)
 			b := bs.binOf(it)
-			g, end, j := c.u32(), c.u32(), c.u32()
+			g, end := c.u32(), c.u32()
 			start := c.bin(bs.starts, b)
 			e.Ld(ptx.SpaceShared, g, start)
 			if bs.twice {
@@ -364,18 +364,9 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 				e.Ld(ptx.SpaceShared, end, c.bin(bs.sizes, b))
 				e.Add(end, end, g)
 			}
-			// sortUnroll slots a step, their loads in flight together, and
-			// no test for the bin's end: the slots past it hold later bins'
-			// elements and padding, none of them before this one.
-			mine := c.rankOf(it)
-			e.For(j, g, end, ptx.Imm(sortUnroll), func() {
-				at := c.smem.elem(s.rank, j, 8)
-				for u := range sortUnroll {
-					r := c.u64()
-					e.Ld(ptx.SpaceShared, r, ptx.At(at.Base, at.Off+int64(8*u)))
-					e.Guarded(c.setp(ptx.GT, r, mine), func() { e.Add(g, g, ptx.Imm(1)) })
-				}
-			})
+			// The slots past the bin's end hold later bins' elements and
+			// padding, none of them before this one.
+			c.countBefore(s.rank, 8, g, end, c.rankOf(it), g)
 			e.If(c.setp(ptx.LT, g, ptx.Imm(int64(k))), func() { c.store(out, g, it.idx, it.bits) })
 		})
 	}
@@ -390,9 +381,6 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 // throughout would take about as long as the bitonic network over K =
 // 2048 slots (~13 us on an H100).
 const sortBinMax = 128
-
-// sortUnroll is how many slots placeByBins' rank loop compares a step.
-const sortUnroll = 4
 
 // rankOf is it's rank as the staging holds it (staging): a u64 whose
 // order is rank order.

@@ -39,8 +39,8 @@ func (t *topk) phase4Refine(v verdict) {
 		// Inlined passes: the candidate walk is short, and this is the
 		// common path, where a loop's few instructions per pass would show.
 		// The digits split the candidates' key span, and after the first
-		// one the K-th candidate's bin usually holds at most 32: one warp
-		// ranks them (smallSelect) instead of two more passes.
+		// one the K-th candidate's bin usually holds few enough
+		// (smallBinMax) to rank them (smallWrite) instead of more passes.
 		how := selectHow{small: true, cleared: true}
 		var span keySpan
 		if t.scores.Size() == 2 {

@@ -265,12 +265,12 @@ type selectShared struct {
 	hist    [2]region // one u32 per bin; passes alternate between the two
 	scratch region    // one u32 per warp (block scans)
 	scalars region    // the found digit, count above it, count in it; gatherSmall's counter
-	small   region    // gatherSmall's (rank, index, bits) entries, one per lane
+	small   region    // gatherSmall's entries (smallBinMax), or smallRanks' values (32)
 	bins    int
 }
 
 // clearSelect zeroes what an exact selection clears first, its first
-// histogram and the small bin's counter, ahead of time: a select told so
+// histogram and the small bin, ahead of time: a select told so
 // (selectHow.cleared) starts without two clearings and their barriers. A
 // barrier must come between it and the select.
 func (c *cta) clearSelect(sh selectShared) {
@@ -278,12 +278,22 @@ func (c *cta) clearSelect(sh selectShared) {
 	c.clearSmallCount(sh)
 }
 
-// clearSmallCount zeroes the counter gatherSmall and smallRanks gather with.
+// clearSmallCount zeroes the counter gatherSmall and smallRanks gather
+// with, and, where more than a warp's entries are ranked by loops, the
+// small bin's entries: rankSmall reads up to a whole step past the
+// gathered ones, where a zero entry ranks after every element.
 func (c *cta) clearSmallCount(sh selectShared) {
 	e := c.e
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
 	})
+	if c.smallMax() > warpSize {
+		// c.smallMax() <= c.threads: a store a thread.
+		z := c.constU32(0)
+		e.If(c.setp(ptx.LT, c.tid, ptx.Imm(int64(c.smallMax()))), func() {
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, c.tid, 16), ptx.Vec{z, z, z, z})
+		})
+	}
 }
 
 // selectHow says how exactSelect goes about it.
@@ -305,12 +315,12 @@ type selectHow struct {
 	guess *spanGuess
 }
 
-func allocSelect(l *layout, bins, warps int) selectShared {
+func allocSelect(l *layout, bins, warps, small int) selectShared {
 	return selectShared{
 		hist:    [2]region{l.alloc("hist0", 4*bins, 16), l.alloc("hist1", 4*bins, 16)},
 		scratch: l.alloc("select_scratch", 4*warps, 4),
 		scalars: l.alloc("select_scalars", 16, 16),
-		small:   l.alloc("select_small", 16*warpSize, 16),
+		small:   l.alloc("select_small", 16*small, 16),
 		bins:    bins,
 	}
 }
@@ -658,7 +668,7 @@ func (c *cta) exactSelect(w walker, K ptx.Reg, sh selectShared, o outRow, passes
 	// selected elements are written in rank order after those above it
 	// (smallWrite): the K-th element itself is never needed.
 	direct := small && !loop && span != nil && len(r.digits) > 1
-	smallBin := func() ptx.Pred { return c.setp(ptx.LE, r.sel.equal, ptx.Imm(warpSize)) }
+	smallBin := func() ptx.Pred { return c.setp(ptx.LE, r.sel.equal, ptx.Imm(int64(c.smallMax()))) }
 	smallSel := func() {
 		c.smallSelect(w, r, rankOf, kthKey, kthIdx, how.cleared)
 		toKey(kthKey)
@@ -741,21 +751,38 @@ func (c *cta) checkSpan(r *radix, span *keySpan, g *spanGuess, again ptx.Label) 
 	})
 }
 
-// smallSelect finds the K-th element when at most 32 elements share the
-// digits r has fixed: it gathers them (key, index) into shared memory, in
-// any order, and one warp ranks each against the others in the Top-K order;
-// the one ranked r.rem-th is the K-th. The ranks do not depend on the
-// gathering order, so neither does the result. cleared: its counter is
-// zero already (clearSelect).
+// smallBinMax is the most elements a small bin holds: those that share
+// the K-th one's digits, ranked against each other (rankSmall) instead of
+// further passes over the walk. With float32 scores that is 32, ranked by
+// one warp's shuffles. A 16-bit score row's K-th value alone has 40-95
+// ties at K = 2048, which took a tie select's walks (perf notes 155): there
+// it is 128 (at most a thread each), ranked by loops over shared memory.
+// Those loops would cost float32 rows a little (+1-2% at batch 1, 155),
+// whose ties are rare.
+func smallBinMax(scores ScoreType, threads int) int {
+	if scores.Size() == 2 {
+		return min(128, threads)
+	}
+	return warpSize
+}
+
+// smallMax is smallBinMax for this CTA.
+func (c *cta) smallMax() int { return smallBinMax(c.scores, c.threads) }
+
+// smallSelect finds the K-th element when at most smallMax elements share
+// the digits r has fixed: it gathers them (key, index) into shared memory,
+// in any order, and ranks each against the others in the Top-K order
+// (rankSmall); the one ranked r.rem-th is the K-th. The ranks do not depend
+// on the gathering order, so neither does the result. cleared: the small
+// bin is cleared already (clearSelect).
 func (c *cta) smallSelect(w walker, r *radix, rankOf func(x elem) ptx.Reg, kthKey, kthIdx ptx.Reg, cleared bool) {
 	e, sh := c.e, r.sh
-	e.Comment("small bin: one warp ranks the elements that share the K-th one's high bits")
+	e.Comment("small bin: rank the elements that share the K-th one's high bits")
 	c.gatherSmall(w, r, rankOf, cleared, nil)
 	c.sync()
-	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
-		k, i, _, rank := c.rankSmall(r)
-		want := c.u32()
-		e.Sub(want, r.rem, ptx.Imm(1))
+	want := c.u32()
+	e.Sub(want, r.rem, ptx.Imm(1))
+	c.rankSmall(r, func(k, i, _, rank ptx.Reg) {
 		e.If(c.setp(ptx.EQ, rank, want), func() {
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 0), k)
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 4), i)
@@ -766,13 +793,13 @@ func (c *cta) smallSelect(w walker, r *radix, rankOf func(x elem) ptx.Reg, kthKe
 	e.Ld(ptx.SpaceShared, kthIdx, c.smem.at(sh.scalars, 4))
 }
 
-// smallWrite writes the Top-K of w to o when at most 32 elements share
-// the digits r has fixed (the K-th one's bin), in one walk less than
+// smallWrite writes the Top-K of w to o when at most smallMax elements
+// share the digits r has fixed (the K-th one's bin), in one walk less than
 // smallSelect and writeSelected: the elements above the bin take the first
 // r.sel.above slots in walk order (a block scan of each thread's count),
 // and the bin's r.rem selected ones the slots after them in rank order,
-// written by the warp that ranks them while the others write theirs. The
-// slots never depend on timing. scratch is the scan's, as writeSelected's.
+// written by the threads that rank them before their walks. The slots
+// never depend on timing. scratch is the scan's, as writeSelected's.
 func (c *cta) smallWrite(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleared bool, o outRow, scratch region) {
 	e := c.e
 	e.Comment("small bin: the elements above it written in walk order, the bin's selected ones after them by rank")
@@ -781,8 +808,7 @@ func (c *cta) smallWrite(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleare
 	// The scan's barrier also publishes the gathered bin.
 	pos, _ := c.blockScan(above, scratch)
 	c.markAt(MarkP4Kth)
-	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
-		_, i, bits, rank := c.rankSmall(r)
+	c.rankSmall(r, func(_, i, bits, rank ptx.Reg) {
 		e.If(c.setp(ptx.LT, rank, r.rem), func() {
 			slot := c.u32()
 			e.Add(slot, r.sel.above, rank)
@@ -805,9 +831,12 @@ func (c *cta) smallWrite(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleare
 }
 
 // gatherSmall puts the elements of w that share the digits r has fixed
-// into r.sh.small as (rank, index, float bits) entries, in any order. With
-// above (a u32 register, else nil), it also counts there this thread's
-// elements above them. cleared: the gathering counter is zero already.
+// into r.sh.small, in any order, as entries of (rank word, float bits,
+// index): the rank word is a u64 whose order is the Top-K order, the rank
+// key (rankOf) high and the index's complement low, so that a lower index
+// comes first. With above (a u32 register, else nil), it also counts there
+// this thread's elements above them. cleared: the small bin is cleared
+// already.
 func (c *cta) gatherSmall(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleared bool, above *ptx.Reg) {
 	e, sh := c.e, r.sh
 	if !cleared {
@@ -822,45 +851,91 @@ func (c *cta) gatherSmall(w walker, r *radix, rankOf func(x elem) ptx.Reg, clear
 			e.Guarded(c.setp(ptx.GT, m, r.sel.r), func() { e.Add(*above, *above, ptx.Imm(1)) })
 		}
 		e.If(c.setp(ptx.EQ, m, r.sel.r), func() {
-			slot := c.u32()
+			slot, n := c.u32(), c.u32()
 			e.Atom(ptx.SpaceShared, "add", slot, c.smem.at(sh.scalars, 12), ptx.Imm(1))
-			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 16), ptx.Vec{k, x.idx(), x.bits, x.bits})
+			e.Not(n, x.idx())
+			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(sh.small, slot, 16), ptx.Vec{n, k, x.bits, x.idx()})
 		})
 	})
 }
 
-// rankSmall, in one warp past a barrier after gatherSmall, gives lane l
-// the l-th gathered entry (rank key k, index i, float bits) and its rank
-// among them in the Top-K order: how many come before it. Lanes past the
-// gathered ones hold the lowest possible (key, index), ranked after all.
-func (c *cta) rankSmall(r *radix) (k, i, bits, rank ptx.Reg) {
+// rankSmall, past a barrier after gatherSmall, calls use in each thread t
+// that holds a gathered entry (t < r.sel.equal) with the entry (rank key
+// k, index i, float bits) and its rank among them in the Top-K order: how
+// many come before it. A small bin of at most 32 is ranked by warp 0's
+// shuffles; a larger one (smallBinMax) by each thread's walk over the
+// entries in shared memory (countBefore).
+func (c *cta) rankSmall(r *radix, use func(k, i, bits, rank ptx.Reg)) {
 	e := c.e
-	k, i, bits, pad := c.u32(), c.u32(), c.u32(), c.u32()
-	e.Mov(k, ptx.Imm(0))
-	e.Mov(i, ptx.Imm(0xFFFFFFFF))
-	e.If(c.setp(ptx.LT, c.lane, r.sel.equal), func() {
-		e.Ld(ptx.SpaceShared, ptx.Vec{k, i, bits, pad}, c.smem.elem(r.sh.small, c.lane, 16))
+	k, n, i, bits, rank := c.u32(), c.u32(), c.u32(), c.u32(), c.constU32(0)
+	at := c.smem.elem(r.sh.small, c.tid, 16)
+	load := func() { e.Ld(ptx.SpaceShared, ptx.Vec{n, k, bits, i}, at) }
+	in := func() ptx.Pred { return c.setp(ptx.LT, c.tid, r.sel.equal) }
+	if c.smallMax() <= warpSize {
+		e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
+			// The lanes past the entries hold (0, 0), after every one.
+			e.Mov(k, ptx.Imm(0))
+			e.Mov(n, ptx.Imm(0))
+			held := in()
+			e.If(held, load)
+			c.rankInWarp(k, n, r.sel.equal, rank)
+			e.If(held, func() { use(k, i, bits, rank) })
+		})
+		return
+	}
+	e.If(in(), func() {
+		load()
+		mine := c.u64()
+		e.Ld(ptx.SpaceShared, mine, at)
+		c.countBefore(r.sh.small, 16, c.constU32(0), r.sel.equal, mine, rank)
+		use(k, i, bits, rank)
 	})
-	// The steps unrolled, so that their shuffles overlap; those past the
-	// gathered entries (pads, after every real one) are left out, four at
-	// a time: they would add to no real entry's rank.
-	rank = c.constU32(0)
+}
+
+// rankInWarp adds to rank, in each lane of one warp, how many of the first
+// count lanes' entries (k high, n low: a rank word) come before its own.
+// The steps are unrolled, so that their shuffles overlap; those past count
+// are left out, four at a time (the lanes there hold (0, 0), which comes
+// after every entry).
+func (c *cta) rankInWarp(k, n, count, rank ptx.Reg) {
+	e := c.e
 	done := e.NewLabel("ranked")
 	for j := range warpSize {
 		if j > 0 && j%4 == 0 {
-			e.BraIf(c.setp(ptx.LE, r.sel.equal, ptx.Imm(int64(j))), done)
+			e.BraIf(c.setp(ptx.LE, count, ptx.Imm(int64(j))), done)
 		}
-		kj, ij := c.u32(), c.u32()
+		kj, nj := c.u32(), c.u32()
 		e.Shfl(ptx.ShflIdx, kj, k, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
-		e.Shfl(ptx.ShflIdx, ij, i, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
+		e.Shfl(ptx.ShflIdx, nj, n, ptx.Imm(int64(j)), ptx.Imm(warpSize-1), ptx.Imm(fullMask))
 		before := c.setp(ptx.GT, kj, k)
 		same := c.setp(ptx.EQ, kj, k)
-		e.AndPred(same, same, c.setp(ptx.LT, ij, i))
+		e.AndPred(same, same, c.setp(ptx.GT, nj, n))
 		e.OrPred(before, before, same)
 		e.Guarded(before, func() { e.Add(rank, rank, ptx.Imm(1)) })
 	}
-	e.Place(done) // a pad's rank is r.sel.equal, as with every step taken
-	return k, i, bits, rank
+	e.Place(done)
+}
+
+// rankStep is how many rank words countBefore compares a step.
+const rankStep = 4
+
+// countBefore adds to n how many of the rank words (u64s whose order is the
+// Top-K order) at slots [from, to) of region rg, stride bytes apart, are
+// larger than mine: the elements that come before it. It reads rankStep
+// slots a step, their loads in flight together, and no test for to within
+// a step: the caller keeps the slots past to, up to a whole step, no larger
+// than mine (padding, whose word is 0, or elements after it).
+func (c *cta) countBefore(rg region, stride int, from, to, mine, n ptx.Reg) {
+	e := c.e
+	j := c.u32()
+	e.For(j, from, to, ptx.Imm(rankStep), func() {
+		at := c.smem.elem(rg, j, stride)
+		for u := range rankStep {
+			w := c.u64()
+			e.Ld(ptx.SpaceShared, w, ptx.At(at.Base, at.Off+int64(stride*u)))
+			e.Guarded(c.setp(ptx.GT, w, mine), func() { e.Add(n, n, ptx.Imm(1)) })
+		}
+	})
 }
 
 // countSelected is a count pass: how many elements of this thread's walk

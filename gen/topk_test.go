@@ -586,12 +586,23 @@ func TestGVRTakesItsPath(t *testing.T) {
 	}
 }
 
+// smallBin is the most elements a select ranks in its small bin instead of
+// more passes: 32 for float32 scores; 128 for 16-bit ones, or one a thread
+// where the CTA has fewer.
+func smallBin(cfg gen.Config) int {
+	if cfg.Scores.Size() == 2 {
+		return min(128, cfg.BlockSize)
+	}
+	return 32
+}
+
 // TestTopKRadixPasses checks the instrumentation's path and radix pass
 // count against what the CPU predicts for each row: with D digits of
 // log2(Bins) bits, a select is D passes over the keys, D more over the
 // indices if only some of the elements equal to the K-th key fit, and
-// topk_radix stops after D-1 when at most 32 elements share the K-th key's
-// top D-1 digits. Phase 4 makes none when the candidates are exactly K.
+// topk_radix stops after D-1 when at most smallBin elements share the K-th
+// key's top D-1 digits. Phase 4 makes none when the candidates are exactly
+// K.
 func TestTopKRadixPasses(t *testing.T) {
 	for _, base := range []gen.Config{cfgK16, cfgK256, {K: 7, MaxCandidates: 7, BlockSize: 32, Bins: 2, Target: ptx.SM75}} {
 		cfg := base
@@ -627,16 +638,16 @@ func TestTopKRadixPasses(t *testing.T) {
 							cands = append(cands, key)
 						}
 					}
-					want = spanPassesFrom(keys, cands, append(keys, lo), lo, cfg.K, D, db)
+					want = spanPassesFrom(keys, cands, append(keys, lo), lo, cfg.K, D, db, smallBin(cfg))
 				case path == gen.PathGVR:
 					thr := math.Float32frombits(binary.LittleEndian.Uint32(st[gen.StatsThreshold:]))
 					top := binary.LittleEndian.Uint32(st[gen.StatsSampleTop:])
-					want = phase4Passes(c.x, cfg.K, int(ncand), D, db, thr, top)
+					want = phase4Passes(c.x, cfg.K, int(ncand), D, db, smallBin(cfg), thr, top)
 					if _, cands := phase4Candidates(c.x, int(ncand)); want > 1 && !fitsGuess(cands, thr, top) {
 						respans++
 					}
 				default:
-					want = radixPasses(c.x, cfg.K, D, db, name == "topk_radix" && path == gen.PathExact)
+					want = radixPasses(c.x, cfg.K, D, db, smallBin(cfg), name == "topk_radix" && path == gen.PathExact)
 				}
 				if passes != want {
 					t.Errorf("%s %v: row %d (%s, n=%d, path %d): %d radix passes, want %d",
@@ -653,27 +664,27 @@ func TestTopKRadixPasses(t *testing.T) {
 // top key top (32-bit scores): one over their offsets in the span guessed
 // from thr and top (gen's guessSpan), or, if a candidate lies outside it,
 // that one and one over their offsets in their exact span; then, unless
-// the K-th one's bin holds at most 32, the other D-1 (and D more over the
-// indices if not every key equal to the K-th fits).
-func phase4Passes(x []float32, k, ncand, D, db int, thr float32, top uint32) uint32 {
+// the K-th one's bin holds at most small, the other D-1 (and D more over
+// the indices if not every key equal to the K-th fits).
+func phase4Passes(x []float32, k, ncand, D, db, small int, thr float32, top uint32) uint32 {
 	keys, cands := phase4Candidates(x, ncand)
 	if fitsGuess(cands, thr, top) {
 		lo, shift := guessedSpan(thr, top)
-		return spanPasses(keys, cands, k, D, db, lo, shift, shift)
+		return spanPasses(keys, cands, k, D, db, small, lo, shift, shift)
 	}
-	return 1 + exactSpanPasses(keys, cands, k, D, db)
+	return 1 + exactSpanPasses(keys, cands, k, D, db, small)
 }
 
 // exactSpanPasses is how many passes a select over the candidates' ranks
 // in their exact span takes (spanOf's: the keys of x are keys).
-func exactSpanPasses(keys, cands []uint32, k, D, db int) uint32 {
-	return spanPassesFrom(keys, cands, cands, slices.Min(cands), k, D, db)
+func exactSpanPasses(keys, cands []uint32, k, D, db, small int) uint32 {
+	return spanPassesFrom(keys, cands, cands, slices.Min(cands), k, D, db, small)
 }
 
 // spanPassesFrom is exactSpanPasses with the span from lo, a key at or
 // below every candidate, and the low bits that the keys of shared (lo
 // among them) have in common known to be zero in every rank.
-func spanPassesFrom(keys, cands, shared []uint32, lo uint32, k, D, db int) uint32 {
+func spanPassesFrom(keys, cands, shared []uint32, lo uint32, k, D, db, small int) uint32 {
 	hi := slices.Max(cands)
 	shift := bits.LeadingZeros32(hi - lo)
 	// The low bits every rank has zero: the shift, and the bits the keys
@@ -683,7 +694,7 @@ func spanPassesFrom(keys, cands, shared []uint32, lo uint32, k, D, db int) uint3
 		all, any = all&key, any|key
 	}
 	zeros := min(32, shift+bits.TrailingZeros32(all^any))
-	return spanPasses(keys, cands, k, D, db, lo, shift, zeros)
+	return spanPasses(keys, cands, k, D, db, small, lo, shift, zeros)
 }
 
 // phase4Candidates returns the keys of x and those of its top ncand
@@ -745,7 +756,7 @@ func fitsGuess(cands []uint32, thr float32, top uint32) bool {
 
 // spanPasses is how many passes Phase 4 takes over the candidates' ranks
 // in the span from key lo, shifted by shift, their low zeros bits zero.
-func spanPasses(keys, cands []uint32, k, D, db int, lo uint32, shift, zeros int) uint32 {
+func spanPasses(keys, cands []uint32, k, D, db, small int, lo uint32, shift, zeros int) uint32 {
 	rank := func(key uint32) uint32 { return uint32(uint64(key-lo) << shift) }
 	keyPasses := 1
 	for hi := 32 - db; hi > 0; hi -= db {
@@ -774,7 +785,7 @@ func spanPasses(keys, cands []uint32, k, D, db int, lo uint32, shift, zeros int)
 		}
 	}
 	switch {
-	case share <= 32:
+	case share <= small:
 		return 1
 	case k-above < equal:
 		// The tie select: the first digit of the ties' ^index within
@@ -801,8 +812,9 @@ func spanPasses(keys, cands []uint32, k, D, db int, lo uint32, shift, zeros int)
 }
 
 // radixPasses is how many radix passes selecting the top k of x takes
-// (small: with topk_radix's small-bin finish).
-func radixPasses(x []float32, k, D, db int, small bool) uint32 {
+// (small: with topk_radix's small-bin finish, for bins of at most
+// smallMax).
+func radixPasses(x []float32, k, D, db, smallMax int, small bool) uint32 {
 	keys := make([]uint32, len(x))
 	for i, v := range x {
 		keys[i] = topk.Key(v)
@@ -823,7 +835,7 @@ func radixPasses(x []float32, k, D, db int, small bool) uint32 {
 			share++
 		}
 	}
-	if small && share <= 32 {
+	if small && share <= smallMax {
 		return uint32(D - 1)
 	}
 	if k-above < equal {
@@ -1312,7 +1324,7 @@ func TestGuessedSpanMisses(t *testing.T) {
 				missed++
 			}
 			passes := binary.LittleEndian.Uint32(st[gen.StatsRadixPasses:])
-			if want := phase4Passes(c.x, cfg.K, ncand, D, db, thr, top); passes != want {
+			if want := phase4Passes(c.x, cfg.K, ncand, D, db, smallBin(cfg), thr, top); passes != want {
 				t.Errorf("%s row %d: %d radix passes, want %d", run.name, row, passes, want)
 			}
 		}
