@@ -366,7 +366,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 			}
 			// The slots past the bin's end hold later bins' elements and
 			// padding, none of them before this one.
-			c.countBefore(s.rank, 8, g, end, c.rankOf(it), g)
+			c.countBefore(s.rank, 8, g, end, c.rankWord(it), g)
 			e.If(c.setp(ptx.LT, g, ptx.Imm(int64(k))), func() { c.store(out, g, it.idx, it.bits) })
 		})
 	}
@@ -382,9 +382,11 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 // 2048 slots (~13 us on an H100).
 const sortBinMax = 128
 
-// rankOf is it's rank as the staging holds it (staging): a u64 whose
-// order is rank order.
-func (c *cta) rankOf(it sortItem) ptx.Reg {
+// rankWord is it's rank word as the staging holds it (staging): a u64
+// whose order is rank order. (Worked out in registers: loading it from
+// the staging instead put a load's latency before the rank loop, +1% cold,
+// perf notes 154.)
+func (c *cta) rankWord(it sortItem) ptx.Reg {
 	e := c.e
 	r, lo := c.u64(), c.u64()
 	e.Cvt(r, it.key)
