@@ -40,8 +40,9 @@
 // N long, its length in a device array, or with -dense a dense batch,
 // no lengths at all: topk.Batch without them); checks every output against
 // the CPU reference (topk.Reference); and runs the instrumented kernels
-// for a per-phase breakdown (cold; -phases-warm: warm, for what a cold
-// row's misses add to each step). It prints a table, or JSON with -json, and a
+// for a per-phase breakdown of every column but the page-table output's
+// (cold; -phases-warm: warm, for what a cold row's misses add to each
+// step). It prints a table, or JSON with -json, and a
 // progress line per batch on stderr. It exits 1 if any output differs
 // from the reference.
 //

@@ -391,8 +391,8 @@ func (b *bencher) load() error {
 			continue // loaded when measured (kernelFor)
 		}
 		for _, instr := range []bool{false, true} {
-			if instr && (!b.o.phases || col.kernel == "radix" || k != col.kernel && k != col.kernel+"+sure") {
-				continue // the phases of the plain columns (and the sure set's) only
+			if instr && (!b.o.phases || col.kernel == "radix" || col.pages) {
+				continue // every column's phases but the page-table output's
 			}
 			c := cfg
 			c.Instrument, c.Scores, c.SureSet = instr, col.kernelScores().ScoreType(), col.sure
@@ -714,7 +714,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	if k, err = b.clusterKernel(gname, cfg); err != nil {
 		return nil, nil, err
 	}
-	if b.o.phases && prefix != "floor" && !col.pages && col.scores == topk.Float32 {
+	if b.o.phases && prefix != "floor" && !col.pages {
 		cfg.Instrument = true
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
 			return nil, nil, fmt.Errorf("instrumented: %w", err)
