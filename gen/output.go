@@ -115,7 +115,7 @@ func (c *cta) copyOut(o outRow, n ptx.Reg) {
 // order is rank order: the key in its high word, the index's complement
 // in its low one (a lower index ranks first), so that one load and one
 // compare rank two elements (placeByBins). Padding, key 0 and index -1,
-// is rank 0: below every element's. rankStep slots more of padding
+// is rank 0: below every element's. sortRankStep slots more of padding
 // follow the size, for the rank loop's reads past the last bin.
 type staging struct {
 	rank, bits region
@@ -129,7 +129,7 @@ func allocStaging(l *layout, k, warps int) *staging {
 		size *= 2
 	}
 	return &staging{
-		rank:   l.alloc("stage_rank", 8*(size+rankStep), 16),
+		rank:   l.alloc("stage_rank", 8*(size+sortRankStep), 16),
 		bits:   l.alloc("stage_bits", 4*size, 16),
 		reduce: l.alloc("stage_reduce", 4*5*warps, 16),
 		size:   size,
@@ -142,7 +142,7 @@ func allocStaging(l *layout, k, warps int) *staging {
 func (c *cta) clearStaging(s *staging) {
 	e := c.e
 	j, z := c.u32(), c.constU32(0)
-	e.For(j, c.tid, ptx.Imm(int64(s.size+rankStep)), ptx.Imm(int64(c.threads)), func() {
+	e.For(j, c.tid, ptx.Imm(int64(s.size+sortRankStep)), ptx.Imm(int64(c.threads)), func() {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.rank, j, 8), ptx.Vec{z, z})
 		e.If(c.setp(ptx.LT, j, ptx.Imm(int64(s.size))), func() {
 			e.St(ptx.SpaceShared, ptx.U32, c.smem.elem(s.bits, j, 4), ptx.Imm(0xFF800000))
@@ -366,7 +366,7 @@ func (c *cta) placeByBins(s *staging, o outRow, k int, bs binSort) {
 			}
 			// The slots past the bin's end hold later bins' elements and
 			// padding, none of them before this one.
-			c.countBefore(s.rank, 8, g, end, c.rankWord(it), g)
+			c.countBefore(s.rank, 8, sortRankStep, g, end, c.rankWord(it), g)
 			e.If(c.setp(ptx.LT, g, ptx.Imm(int64(k))), func() { c.store(out, g, it.idx, it.bits) })
 		})
 	}

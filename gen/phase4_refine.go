@@ -42,15 +42,8 @@ func (t *topk) phase4Refine(v verdict) {
 		// one the K-th candidate's bin usually holds few enough
 		// (smallBinMax) to rank them (smallWrite) instead of more passes.
 		how := selectHow{small: true, cleared: true}
-		var span keySpan
-		if t.scores.Size() == 2 {
-			// The walk also finds the low bits the keys share (a 16-bit
-			// score's widened key has 13 or 16), which saves passes.
-			span = t.spanOf(cands, t.reduce)
-		} else {
-			span = t.guessSpan(v.thr)
-			how.guess = &spanGuess{total: total, exact: func() keySpan { return t.spanOf(cands, t.reduce) }}
-		}
+		span := t.guessSpan(v.thr)
+		how.guess = &spanGuess{total: total, exact: func() keySpan { return t.spanOf(cands, t.reduce) }}
 		how.span = &span
 		t.mark(MarkP4Span)
 		t.onMark = t.mark // exactSelect's own points

@@ -281,13 +281,17 @@ func (c *cta) clearSelect(sh selectShared) {
 // clearSmallCount zeroes the counter gatherSmall and smallRanks gather
 // with, and, where more than a warp's entries are ranked by loops, the
 // small bin's entries: rankSmall reads up to a whole step past the
-// gathered ones, where a zero entry ranks after every element.
+// gathered ones, where a zero entry ranks after every element, and no
+// further than smallMax entries (a whole number of steps).
 func (c *cta) clearSmallCount(sh selectShared) {
 	e := c.e
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
 	})
 	if c.smallMax() > warpSize {
+		if c.smallMax()%smallRankStep != 0 {
+			panic("gen: a small bin's rank steps read past its entries")
+		}
 		// c.smallMax() <= c.threads: a store a thread.
 		z := c.constU32(0)
 		e.If(c.setp(ptx.LT, c.tid, ptx.Imm(int64(c.smallMax()))), func() {
@@ -887,7 +891,7 @@ func (c *cta) rankSmall(r *radix, use func(k, i, bits, rank ptx.Reg)) {
 		load()
 		mine := c.u64()
 		e.Ld(ptx.SpaceShared, mine, at)
-		c.countBefore(r.sh.small, 16, c.constU32(0), r.sel.equal, mine, rank)
+		c.countBefore(r.sh.small, 16, smallRankStep, c.constU32(0), r.sel.equal, mine, rank)
 		use(k, i, bits, rank)
 	})
 }
@@ -916,21 +920,29 @@ func (c *cta) rankInWarp(k, n, count, rank ptx.Reg) {
 	e.Place(done)
 }
 
-// rankStep is how many rank words countBefore compares a step.
-const rankStep = 4
+// How many rank words countBefore compares a step, in the sort's
+// placement and in a small bin's rank. The sort's loops run in every
+// thread, where four a step issue best (perf notes 154; sixteen: +4% on
+// sorted rows); a small bin's run in the few threads that hold its
+// entries, where the loop's chain of steps is the time, and sixteen a
+// step took 0.4 us less than four off 40-128 entries (perf notes 156).
+const (
+	sortRankStep  = 4
+	smallRankStep = 16
+)
 
 // countBefore adds to n how many of the rank words (u64s whose order is the
 // Top-K order) at slots [from, to) of region rg, stride bytes apart, are
-// larger than mine: the elements that come before it. It reads rankStep
+// larger than mine: the elements that come before it. It reads step
 // slots a step, their loads in flight together, and no test for to within
 // a step: the caller keeps the slots past to, up to a whole step, no larger
 // than mine (padding, whose word is 0, or elements after it).
-func (c *cta) countBefore(rg region, stride int, from, to, mine, n ptx.Reg) {
+func (c *cta) countBefore(rg region, stride, step int, from, to, mine, n ptx.Reg) {
 	e := c.e
 	j := c.u32()
-	e.For(j, from, to, ptx.Imm(rankStep), func() {
+	e.For(j, from, to, ptx.Imm(int64(step)), func() {
 		at := c.smem.elem(rg, j, stride)
-		for u := range rankStep {
+		for u := range step {
 			w := c.u64()
 			e.Ld(ptx.SpaceShared, w, ptx.At(at.Base, at.Off+int64(stride*u)))
 			e.Guarded(c.setp(ptx.GT, w, mine), func() { e.Add(n, n, ptx.Imm(1)) })
