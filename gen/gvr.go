@@ -304,6 +304,7 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 		e.Mad(t.row, s64, ptx.Imm(int64(t.size())), t.row)
 	})
 	t.out.start = start
+	t.out.src = t.row
 	t.out.offset = t.constU32(0)
 	e.If(t.setp(ptx.NE, e.LdParam(pAbs), ptx.Imm(0)), func() { e.Mov(t.out.offset, start) })
 	t.count = t.u64()

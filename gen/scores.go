@@ -6,9 +6,10 @@ import "github.com/gvr-go/gvr/ptx"
 // a score widens it to a float32 register at once, exactly: the conversion
 // is monotone and keeps every value, so the phases, the keys and the
 // candidates work on float32 as for a float32 row and the order, the ties
-// and the values written are the 16-bit numbers'. A NaN keeps its sign and
-// payload bits, moved into place as for every other number (no quiet bit
-// is set); as a key every NaN is the same anyway.
+// and the values written are the 16-bit numbers'. A NaN written as a value
+// keeps its sign and payload bits, moved into place as for every other
+// number (no quiet bit is set); as a key every NaN is the same anyway, so a
+// float16 NaN is made exact only where it is written (halfToF32).
 
 // size is the bytes of one score.
 func (c *cta) size() int { return c.scores.Size() }
@@ -113,9 +114,12 @@ func (c *cta) widen(w ptx.Reg, high bool) ptx.Reg {
 }
 
 // halfToF32 returns the f32 register holding the IEEE half in the low 16
-// bits of h (a u32; the high bits are ignored), exactly: the hardware's
-// conversion, and for a NaN, whose bits the hardware need not keep, the
-// bits made by hand (sign, exponent 255, the payload moved into place).
+// bits of h (a u32; the high bits are ignored): the hardware's
+// conversion, exact for every number. A NaN comes out a NaN, not
+// necessarily with its sign and payload: the walks only compare it and
+// take its key (every NaN's is the same), and the one place a score's
+// bits leave the kernel, a value slot, makes them exactly
+// (storeGlobal: halfNaNBits).
 func (c *cta) halfToF32(h ptx.Reg) ptx.Reg {
 	e := c.e
 	u := e.Reg(ptx.U16)
@@ -124,8 +128,14 @@ func (c *cta) halfToF32(h ptx.Reg) ptx.Reg {
 	e.Mov(b, u)
 	x := c.f32()
 	e.CvtFrom(x, b, ptx.F16)
-	// Branch-free: a guarded patch kept every loaded word alive across
-	// the unrolled loads (ptxas spilled kilobytes).
+	return x
+}
+
+// halfNaNBits returns the float32 bits of the NaN half in the low 16 bits
+// of h (a u32): its sign, exponent 255, and its payload moved into place
+// (no quiet bit set), as topk.DType.Widen makes them.
+func (c *cta) halfNaNBits(h ptx.Reg) ptx.Reg {
+	e := c.e
 	nb, s := c.u32(), c.u32()
 	e.Shl(nb, h, ptx.Imm(13))
 	e.And(nb, nb, ptx.Imm(0x007FE000)) // the payload
@@ -133,11 +143,5 @@ func (c *cta) halfToF32(h ptx.Reg) ptx.Reg {
 	e.And(s, s, ptx.Imm(0x80000000)) // the sign
 	e.Or(nb, nb, s)
 	e.Or(nb, nb, ptx.Imm(0x7F800000))
-	abs := c.u32()
-	e.And(abs, h, ptx.Imm(0x7FFF))
-	xb := c.u32()
-	e.MovBits(xb, x)
-	e.Selp(xb, nb, xb, c.setp(ptx.GT, abs, ptx.Imm(0x7C00)))
-	e.MovBits(x, xb)
-	return x
+	return nb
 }
