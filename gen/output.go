@@ -30,7 +30,7 @@ type outRow struct {
 	from ptx.Reg
 	// src is the address of the row's element 0 (the window's), from
 	// which a float16 NaN's exact bits are read again when it is written
-	// as a value (storeGlobal).
+	// as a value (valueBits).
 	src ptx.Reg
 	// buf, where set, is shared memory the selection goes to first, a
 	// slot's index and value bits at the same position of two regions,
@@ -90,31 +90,39 @@ func (c *cta) store(o outRow, pos, idx, bits ptx.Reg) {
 }
 
 // storeGlobal writes slot pos of o's row in global memory: the index, and
-// the value bits where o has values. A float16 row's NaN is widened
-// without its bits (halfToF32): those are made here from the score, read
-// again at its column (idx less o.offset).
+// the value bits where o has values.
 func (c *cta) storeGlobal(o outRow, pos, idx, bits ptx.Reg) {
 	e := c.e
 	e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.idx, pos, 4), idx)
 	e.If(o.hasVals, func() {
-		v := bits
-		if c.scores == Float16 {
-			v = c.u32()
-			e.Mov(v, bits)
-			abs := c.u32()
-			e.And(abs, bits, ptx.Imm(0x7FFFFFFF))
-			e.If(c.setp(ptx.GT, abs, ptx.Imm(0x7F800000)), func() {
-				col := c.u32()
-				e.Sub(col, idx, o.offset)
-				h := e.Reg(ptx.U16)
-				e.LdNC(h, c.elemAddr(o.src, col, 2))
-				w := c.u32()
-				e.Cvt(w, h)
-				e.Mov(v, c.halfNaNBits(w))
-			})
-		}
+		v := c.valueBits(o, idx, bits)
 		e.St(ptx.SpaceGlobal, ptx.U32, c.elemAddr(o.vals, pos, 4), v)
 	})
+}
+
+// valueBits returns the bits a value slot gets for the element (idx, as
+// written out, and bits, as widened): bits, but for a float16 row's NaN,
+// which is widened without its sign and payload (halfToF32): those are
+// made from the score read again at its column, idx less o.offset.
+func (c *cta) valueBits(o outRow, idx, bits ptx.Reg) ptx.Reg {
+	if c.scores != Float16 {
+		return bits
+	}
+	e := c.e
+	v := c.u32()
+	e.Mov(v, bits)
+	abs := c.u32()
+	e.And(abs, bits, ptx.Imm(0x7FFFFFFF))
+	e.If(c.setp(ptx.GT, abs, ptx.Imm(0x7F800000)), func() {
+		col := c.u32()
+		e.Sub(col, idx, o.offset)
+		h := e.Reg(ptx.U16)
+		e.LdNC(h, c.elemAddr(o.src, col, 2))
+		w := c.u32()
+		e.Cvt(w, h)
+		e.Mov(v, c.halfNaNBits(w))
+	})
+	return v
 }
 
 // copyOut writes o's first n buffered slots to global memory, past a

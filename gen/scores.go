@@ -118,8 +118,7 @@ func (c *cta) widen(w ptx.Reg, high bool) ptx.Reg {
 // conversion, exact for every number. A NaN comes out a NaN, not
 // necessarily with its sign and payload: the walks only compare it and
 // take its key (every NaN's is the same), and the one place a score's
-// bits leave the kernel, a value slot, makes them exactly
-// (storeGlobal: halfNaNBits).
+// bits leave the kernel, a value slot, makes them exactly (valueBits).
 func (c *cta) halfToF32(h ptx.Reg) ptx.Reg {
 	e := c.e
 	u := e.Reg(ptx.U16)

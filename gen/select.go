@@ -302,8 +302,9 @@ func (c *cta) clearSmallCount(sh selectShared) {
 
 // selectHow says how exactSelect goes about it.
 type selectHow struct {
-	// small: once few elements share the K-th one's high digits, one
-	// warp ranks them (smallSelect) instead of further passes.
+	// small: once few elements share the K-th one's high digits, they
+	// are ranked against each other (smallSelect) instead of further
+	// passes.
 	small bool
 	// loop: each radix select is a PTX loop over its digits (for walks
 	// too long to inline once per digit); else its passes are inlined.
@@ -607,8 +608,8 @@ func (c *cta) findBin(sh selectShared, hist histBuf, nb int, R ptx.Reg) (dig, ab
 // in the Top-K order (key descending, then index ascending) is found as a
 // (key, index) pair; then every element before it in that order, and it,
 // are written. A radix select on the keys fixes all digits but the last;
-// with how.small, if few elements then share the K-th one's high bits, one
-// warp ranks them exactly (smallSelect). Otherwise the last digit pass
+// with how.small, if few elements (smallMax) then share the K-th one's
+// high bits, they are ranked exactly (smallSelect). Otherwise the last digit pass
 // follows, and, if only some of the elements equal to the K-th key fit, a
 // second radix select on their inverted indices finds the cut.
 //
@@ -866,9 +867,11 @@ func (c *cta) gatherSmall(w walker, r *radix, rankOf func(x elem) ptx.Reg, clear
 // rankSmall, past a barrier after gatherSmall, calls use in each thread t
 // that holds a gathered entry (t < r.sel.equal) with the entry (rank key
 // k, index i, float bits) and its rank among them in the Top-K order: how
-// many come before it. A small bin of at most 32 is ranked by warp 0's
-// shuffles; a larger one (smallBinMax) by each thread's walk over the
-// entries in shared memory (countBefore).
+// many come before it. Where small bins hold at most 32 (float32 scores),
+// warp 0's shuffles rank them; where they hold more (smallBinMax), each
+// thread that holds an entry walks the entries in shared memory
+// (countBefore), whatever the bin's size: one step of that loop is
+// quicker than the shuffles over ten entries (perf notes 158).
 func (c *cta) rankSmall(r *radix, use func(k, i, bits, rank ptx.Reg)) {
 	e := c.e
 	k, n, i, bits, rank := c.u32(), c.u32(), c.u32(), c.u32(), c.constU32(0)
