@@ -209,7 +209,9 @@ func (t *topk) phase1SampleStats() guess {
 		smp.finish()
 	}
 	// The sample is in (loaded, and reduced or gathered); its estimate
-	// follows. At batch 1 each takes ~1.1 us (perf notes 119).
+	// follows. At batch 1 on an H100 the first takes 0.9-1.8 us (in a
+	// cluster mostly the gathering round, perf notes 159), the estimate
+	// ~0.55 (perf notes 128).
 	t.mark(MarkP1Values)
 	t.histogramGuess(g, smp)
 	t.mark(MarkP1Sample)
