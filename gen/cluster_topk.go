@@ -30,7 +30,8 @@ type clusterPart struct {
 	// buffers (cur, the other being both - cur), so a round's writes never
 	// meet a CTA still reading the round before. A round costs 0.5-0.7 us
 	// at C = 16 on an H100, ~0.1-0.2 us more than a bare st.async round,
-	// and every other signal measured cost more (perf notes 159).
+	// and every other signal measured cost more or ordered nothing (perf
+	// notes 159).
 	xchg      [2]region
 	cur, both ptx.Reg // u32 shared addresses
 	// With Config.MbarrierRounds, each buffer's mbarrier (expecting one
