@@ -226,7 +226,7 @@ func (c *cta) spanOfStream(s stream, scratch region) keySpan {
 // (the values are distinct). The result does not depend on the order.
 func (c *cta) smallRanks(s stream, r *radix) ptx.Reg {
 	e, sh := c.e, r.sh
-	c.clearSmallCount(sh)
+	c.clearSmallBin(sh)
 	c.sync()
 	s(func(v ptx.Reg) {
 		m := c.u32()
@@ -275,15 +275,15 @@ type selectShared struct {
 // barrier must come between it and the select.
 func (c *cta) clearSelect(sh selectShared) {
 	c.clearShared(c.histOf(sh.hist[0]), sh.bins)
-	c.clearSmallCount(sh)
+	c.clearSmallBin(sh)
 }
 
-// clearSmallCount zeroes the counter gatherSmall and smallRanks gather
+// clearSmallBin zeroes the counter gatherSmall and smallRanks gather
 // with, and, where more than a warp's entries are ranked by loops, the
 // small bin's entries: rankSmall reads up to a whole step past the
 // gathered ones, where a zero entry ranks after every element, and no
 // further than smallMax entries (a whole number of steps).
-func (c *cta) clearSmallCount(sh selectShared) {
+func (c *cta) clearSmallBin(sh selectShared) {
 	e := c.e
 	e.If(c.setp(ptx.EQ, c.tid, ptx.Imm(0)), func() {
 		e.St(ptx.SpaceShared, ptx.U32, c.smem.at(sh.scalars, 12), ptx.Imm(0))
@@ -845,7 +845,7 @@ func (c *cta) smallWrite(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleare
 func (c *cta) gatherSmall(w walker, r *radix, rankOf func(x elem) ptx.Reg, cleared bool, above *ptx.Reg) {
 	e, sh := c.e, r.sh
 	if !cleared {
-		c.clearSmallCount(sh)
+		c.clearSmallBin(sh)
 		c.sync()
 	}
 	w(func(x elem) {
