@@ -540,6 +540,25 @@ func (e *Entry) Ld(sp Space, d Operand, addr Addr) {
 	e.Emit("ld", mods, d, addr)
 }
 
+// LdStrong loads d (a Reg or a Vec of 2 or 4) from addr in space sp as
+// a strong load of sem (SemRelaxed or SemAcquire) at scope: ld.sem.scope
+// (PTX 6.0, sm_70; .cluster scope PTX 7.8, sm_90). A relaxed load sees
+// other threads' strong stores without a fence, where a weak one may not:
+// what a spin on another CTA's word needs.
+func (e *Entry) LdStrong(sp Space, sem Sem, scope Scope, d Operand, addr Addr) {
+	t, vec := memType(d)
+	mods := append(append(append([]string{string(sem), string(scope)}, spaceMods(sp)...), vec...), t.Name())
+	e.Emit("ld", mods, d, addr)
+}
+
+// StStrong stores v to addr in space sp as a strong store of sem
+// (SemRelaxed or SemRelease) at scope: st.sem.scope (as LdStrong).
+func (e *Entry) StStrong(sp Space, sem Sem, scope Scope, t Type, addr Addr, v Operand) {
+	_, vec := memType(v)
+	mods := append(append(append([]string{string(sem), string(scope)}, spaceMods(sp)...), vec...), t.Name())
+	e.Emit("st", mods, addr, v)
+}
+
 // LdNC loads d from global memory through the read-only (non-coherent) path.
 func (e *Entry) LdNC(d Operand, addr Addr) {
 	t, vec := memType(d)

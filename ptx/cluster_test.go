@@ -501,6 +501,19 @@ func TestClusterVerifyRejects(t *testing.T) {
 			m.Vars = append(m.Vars, v)
 			e.Mapa(ptx.SpaceSharedCluster, r, v, ptx.Imm(1))
 		}, "mapa.shared::cluster maps a .shared variable, not gv", false},
+		// Memory orderings of global accesses, for spins on other CTAs' words.
+		{"atom.or.u32", ptx.SM90, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.Atom(ptx.SpaceGlobal, "or", r, ptx.At(g, 0), ptx.Imm(0)) // ptxas: .or requires .b32 or .b64
+		}, "atom.or needs a bit type (.b32 or .b64), not .u32", false},
+		{"ld.relaxed without a scope", ptx.SM90, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.Emit("ld", []string{"relaxed", "global", "u32"}, r, ptx.At(g, 0))
+		}, "ld.relaxed needs a scope (.cta, .cluster, .gpu or .sys)", false},
+		{"st.acquire", ptx.SM90, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.Emit("st", []string{"acquire", "gpu", "global", "u32"}, ptx.At(g, 0), r)
+		}, "expected a type qualifier, found \"acquire\"", false},
+		{"ld.relaxed.cluster on sm_80", ptx.SM80, func(m *ptx.Module, e *ptx.Entry, bar, buf *ptx.Var, g, r ptx.Reg) {
+			e.LdStrong(ptx.SpaceGlobal, ptx.SemRelaxed, ptx.ScopeCluster, r, ptx.At(g, 0))
+		}, "`ld.relaxed.cluster.global.u32 %r0, [%rd0];`: needs thread-block clusters (sm_90+); target sm_80 lacks it", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, e, bar, buf, g, r := clusterEntry(tc.target)
@@ -539,6 +552,10 @@ func TestClusterVerifyAccepts(t *testing.T) {
 		rb := e.Reg(ptx.U32)
 		e.Mapa(ptx.SpaceSharedCluster, rb, bar, ptx.Imm(1))
 		e.MbarrierArrive(ptx.SpaceSharedCluster, ptx.ScopeCluster, ptx.Sink{}, ptx.At(rb, 0))
+		e.LdStrong(ptx.SpaceGlobal, ptx.SemRelaxed, ptx.ScopeGPU, r, ptx.At(g, 0))
+		e.LdStrong(ptx.SpaceGlobal, ptx.SemAcquire, ptx.ScopeCluster, ptx.Vec{r, rb}, ptx.At(g, 8))
+		e.StStrong(ptx.SpaceGlobal, ptx.SemRelease, ptx.ScopeGPU, ptx.U32, ptx.At(g, 0), r)
+		e.StStrong(ptx.SpaceGlobal, ptx.SemRelaxed, ptx.ScopeSys, ptx.U64, ptx.At(g, 8), g)
 		e.Ret()
 		if err := m.Build(); err != nil {
 			t.Errorf("%s: %v", tg, err)

@@ -569,10 +569,30 @@ func memSig(op string, m *mods) (Sig, error) {
 	} else if ok {
 		return s, fmt.Errorf("ld has no .async form")
 	}
+	// A strong access: ld{.relaxed,.acquire}.scope, st{.relaxed,.release}.scope.
+	strong, clusterScope := false, false
+	sems := []string{"relaxed", "acquire"}
+	if op == "st" {
+		sems = []string{"relaxed", "release"}
+	}
+	if sem, ok := m.take(sems...); ok {
+		scope, ok := m.take("cta", "cluster", "gpu", "sys")
+		if !ok {
+			return s, fmt.Errorf("%s.%s needs a scope (.cta, .cluster, .gpu or .sys)", op, sem)
+		}
+		strong = true
+		clusterScope = scope == "cluster"
+	}
 	if sp, ok := m.take("global", "shared", "shared::cta", "shared::cluster", "param", "local", "const"); ok {
 		s.Space = spaceByName(sp)
 	}
 	s.Feature, s.PTX = sharedSpaceNeeds(s.Space)
+	if strong {
+		s.needs(FeatNone, v60)
+	}
+	if clusterScope {
+		s.needs(FeatCluster, v78)
+	}
 	if op == "ld" {
 		if _, ok := m.take("nc"); ok && s.Space != SpaceGlobal {
 			return s, fmt.Errorf("ld.nc needs the .global space")
@@ -689,6 +709,9 @@ func atomSig(op string, m *mods) (Sig, error) {
 	var err error
 	s.Type, err = m.typ()
 	t := s.Type
+	if bitwise := aop == "and" || aop == "or" || aop == "xor" || aop == "exch" || aop == "cas"; bitwise && err == nil && t.Kind() != KindBits {
+		return s, fmt.Errorf("%s.%s needs a bit type (.b32 or .b64), not .%s", op, aop, t.Name())
+	}
 	switch {
 	case op == "red":
 		s.Args = []ArgSpec{addrIn(SpaceNone), read(t)}
