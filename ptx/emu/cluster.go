@@ -37,6 +37,8 @@ type cluster struct {
 	rng        *rand.Rand
 	interleave bool  // warps take short turns in a seeded random order
 	clock      int64 // warp instructions of the cluster so far
+	index      int   // the cluster's index in grid order
+	first      int   // the pool slot of its first CTA's warps (0 unless co-resident)
 
 	// The cluster barrier: its phase (completed phases), the threads
 	// that arrived in it, the threads that exited (they count as arrived).
@@ -69,7 +71,11 @@ func (ls *launchState) newCluster(id [3]int) *cluster {
 	n := ls.nclusters()
 	idx := uint64(id[0] + n[0]*(id[1]+n[1]*id[2]))
 	cl := &cluster{ls: ls, rng: rand.New(rand.NewPCG(seed, idx)), mbars: map[mbKey]*mbarrier{},
-		interleave: ls.csize > 1 || ls.async}
+		interleave: ls.csize > 1 || ls.async || ls.coResident, index: int(idx)}
+	if ls.coResident {
+		// Every cluster is resident at once: each has warps of its own.
+		cl.first = cl.index * ls.csize
+	}
 	s := ls.cshape
 	for z := 0; z < s[2]; z++ {
 		for y := 0; y < s[1]; y++ {

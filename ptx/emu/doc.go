@@ -46,6 +46,20 @@
 // input and seed give the same results, faults and race reports on every
 // run.
 //
+// A launch with Launch.CoResident runs every cluster of the grid at once,
+// as a GPU does when the grid fits: each round visits every warp of every
+// cluster in a random order, with turns of 1 to 32 warp instructions drawn
+// from the seed, so a warp that spins on a word of global memory gives
+// way to the cluster that will write it. Kernels whose clusters wait on
+// each other need it; run one after another, they end in a FaultSteps.
+// Each cluster keeps its cluster barrier, mbarriers, bulk copies (which
+// land as they do alone: after their delay in the cluster's own warp
+// instructions, or when none of the cluster's warps can run) and race
+// detection. Global memory is sequentially consistent here (a store is
+// seen by every later load, fences do nothing): a spin that a GPU's
+// weaker model breaks (a plain ld.global polled without a fence) may
+// still pass.
+//
 // Divergence: a warp's lanes are grouped by program counter, and the group
 // with the least pc runs next (lanes waiting at a collective or a barrier
 // aside). Lanes that branch forward wait until the lanes behind them catch
@@ -233,7 +247,10 @@
 // and the instruction of the first warp waiting (at a cluster barrier,
 // then at an mbarrier, then at a CTA barrier), the barrier's state (phase,
 // arrivals, transaction count) and where every warp of the cluster is.
-// A loop that never ends is a FaultSteps (MaxSteps is per CTA).
+// A loop that never ends is a FaultSteps (MaxSteps is per CTA). In a
+// co-resident launch, a cluster none of whose warps can run and with no
+// bulk copy in flight is reported so at once, even while other clusters
+// run: what it waits for is its own.
 //
 // # Speed
 //

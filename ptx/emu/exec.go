@@ -167,10 +167,11 @@ func (ls *launchState) newCTA(cl *cluster, id [3]int, rank int) *cta {
 		c.race = newRaceState(ls.smemSize, (ls.nthreads+31)/32)
 	}
 	nw := (ls.nthreads + 31) / 32
-	for len(ls.pool) < (rank+1)*nw {
+	slot := cl.first + rank // the CTA's place in the pool
+	for len(ls.pool) < (slot+1)*nw {
 		ls.pool = append(ls.pool, &warp{r: make([][32]uint64, k.nregs), p: make([]uint32, k.npreds)})
 	}
-	c.warps = ls.pool[rank*nw : (rank+1)*nw]
+	c.warps = ls.pool[slot*nw : (slot+1)*nw]
 	for i, w := range c.warps {
 		// Registers start undefined in PTX: garbage, not zeros, as shared
 		// memory does, so that a kernel which reads a register it never

@@ -98,6 +98,19 @@ type Launch struct {
 	// Profile, where set, receives the warp instructions issued at each
 	// of the entry's instructions.
 	Profile *Profile
+	// CoResident runs every cluster of the grid at once, as a GPU does
+	// when the whole grid fits on it, instead of one cluster after
+	// another. A kernel whose clusters wait on each other (a CTA spinning
+	// on a word of global memory that another cluster writes) needs it:
+	// run one after another, the waiting cluster can never see the word
+	// change, and ends in a FaultSteps. The warps of all clusters are
+	// interleaved in one schedule, in short turns in a random order drawn
+	// from Seed, so a warp spinning on global memory gives way to the
+	// others; each cluster keeps its own cluster barrier, mbarriers, bulk
+	// copies and race detection. It is slower than running clusters one
+	// after another, and holds every CTA's shared memory and registers at
+	// once. Without it, schedules are those of earlier versions.
+	CoResident bool
 }
 
 // Profile is what a profiled launch (Launch.Profile) counts.
@@ -130,8 +143,9 @@ type Stats struct {
 
 // Run executes the kernel that l.Args were made for (its contract's Entry)
 // on the grid, with global memory mem. Clusters run one after another in
-// grid order, the CTAs of each together, on a schedule drawn from l.Seed,
-// so results are deterministic for a given seed. The error is a *Fault for
+// grid order (all together with l.CoResident), the CTAs of each together,
+// on a schedule drawn from l.Seed, so results are deterministic for a
+// given seed. The error is a *Fault for
 // a fault of the kernel, or a plain error for a bad launch: arguments that
 // Args.Check refuses, or a contract that is not the loaded entry's
 // (parameters, block, cluster).
@@ -158,20 +172,33 @@ func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 				Msg: fmt.Sprintf("interpreter bug, please report: %v\n%s", r, debug.Stack())}
 		}
 	}()
+	n := ls.nclusters()
+	if ls.coResident {
+		var cls []*cluster
+		for z := 0; z < n[2]; z++ {
+			for y := 0; y < n[1]; y++ {
+				for x := 0; x < n[0]; x++ {
+					cls = append(cls, ls.newCluster([3]int{x, y, z}))
+				}
+			}
+		}
+		f := ls.runTogether(cls)
+		for _, cl := range cls {
+			st.add(cl)
+		}
+		if f != nil {
+			return st, f
+		}
+		return st, nil
+	}
 	// Clusters run one after another, in grid order; the CTAs of a
 	// cluster run together.
-	n := ls.nclusters()
 	for z := 0; z < n[2]; z++ {
 		for y := 0; y < n[1]; y++ {
 			for x := 0; x < n[0]; x++ {
 				cl := ls.newCluster([3]int{x, y, z})
 				f := cl.run()
-				for _, c := range cl.ctas {
-					st.Instructions += c.threadInstr
-					st.WarpInstructions += c.steps
-					st.Barriers += c.barriers
-					st.CTAs++
-				}
+				st.add(cl)
 				if f != nil {
 					return st, f
 				}
@@ -179,6 +206,16 @@ func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 		}
 	}
 	return st, nil
+}
+
+// add counts what the CTAs of cl executed.
+func (st *Stats) add(cl *cluster) {
+	for _, c := range cl.ctas {
+		st.Instructions += c.threadInstr
+		st.WarpInstructions += c.steps
+		st.Barriers += c.barriers
+		st.CTAs++
+	}
 }
 
 // kernel is one compiled entry.
@@ -207,22 +244,23 @@ type specialAt struct {
 
 // launchState is what every CTA of one launch shares.
 type launchState struct {
-	k        *kernel
-	mem      *Memory
-	params   []byte
-	grid     [3]int
-	block    [3]int
-	nthreads int
-	smemSize int
-	maxSteps int64
-	race     bool
-	seed     uint64
-	cshape   [3]int  // the cluster's CTAs in each dimension
-	csize    int     // CTAs per cluster
-	explicit bool    // the entry declares its cluster shape
-	async    bool    // the kernel uses mbarriers or bulk copies
-	pool     []*warp // warps reused from cluster to cluster
-	issued   []int64 // Launch.Profile: warp instructions issued at each instruction
+	k          *kernel
+	mem        *Memory
+	params     []byte
+	grid       [3]int
+	block      [3]int
+	nthreads   int
+	smemSize   int
+	maxSteps   int64
+	race       bool
+	seed       uint64
+	coResident bool    // Launch.CoResident: every cluster runs at once
+	cshape     [3]int  // the cluster's CTAs in each dimension
+	csize      int     // CTAs per cluster
+	explicit   bool    // the entry declares its cluster shape
+	async      bool    // the kernel uses mbarriers or bulk copies
+	pool       []*warp // warps reused from cluster to cluster
+	issued     []int64 // Launch.Profile: warp instructions issued at each instruction
 }
 
 func dim3(d [3]int) [3]int {
@@ -239,7 +277,7 @@ func dim3(d [3]int) [3]int {
 func (k *kernel) prepare(mem *Memory, l Launch) (*launchState, error) {
 	c := l.Args.Launch()
 	ls := &launchState{k: k, mem: mem, grid: dim3(l.Grid), block: [3]int{c.Block, 1, 1}, race: l.RaceCheck, maxSteps: l.MaxSteps,
-		seed: l.Seed, cshape: [3]int{1, 1, 1}, async: k.async}
+		seed: l.Seed, coResident: l.CoResident, cshape: [3]int{1, 1, 1}, async: k.async}
 	if ls.maxSteps <= 0 {
 		ls.maxSteps = DefaultMaxSteps
 	}
