@@ -214,7 +214,7 @@ func (k *Kernel) Args() *ptx.Args { return k.Contract.Args() }
 // as the kernel needs (a misaligned address would fault the kernel and
 // end the process's CUDA context). Launch does not allocate.
 func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error {
-	return k.launch(s, grid, a, false)
+	return k.launch(s, grid, a, false, false)
 }
 
 // LaunchDependent is Launch as a programmatic dependent launch (sm_90+):
@@ -229,10 +229,21 @@ func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error {
 // could read what the kernel before it has not yet written), and the
 // device compute capability 9.0.
 func (k *Kernel) LaunchDependent(s *Stream, grid int, a *ptx.Args) error {
-	return k.launch(s, grid, a, true)
+	return k.launch(s, grid, a, true, false)
 }
 
-func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent bool) error {
+// LaunchCooperative is Launch, or with dependent LaunchDependent, as a
+// cooperative launch: every CTA of the grid is resident on the device at
+// once, or the launch fails (the driver's error, before anything runs).
+// A kernel whose CTAs or clusters wait for each other through global
+// memory needs it: launched plainly, the ones resident first could spin
+// for others that wait for them to end, whenever other work holds part of
+// the device.
+func (k *Kernel) LaunchCooperative(s *Stream, grid int, a *ptx.Args, dependent bool) error {
+	return k.launch(s, grid, a, dependent, true)
+}
+
+func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent, cooperative bool) error {
 	l := &k.Contract
 	if dependent && !l.WaitsFirst {
 		return fmt.Errorf("gvr/runtime: dependent launch of %s: the kernel does not start with griddepcontrol.wait", l.Entry)
@@ -265,10 +276,17 @@ func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent bool) error 
 		return err
 	}
 	defer k.dev.unbind()
-	if dependent {
-		if err := launchDependent(k.fn, grid, l.Block, l.SharedBytes, s.handle(), a.Pointers()); err != nil {
-			return fmt.Errorf("gvr/runtime: dependent launch of %s (%d CTAs of %d threads, %d B shared) on %v: %w",
-				l.Entry, grid, l.Block, l.SharedBytes, k.dev, err)
+	if dependent || cooperative {
+		what := "dependent"
+		if cooperative {
+			what = "cooperative"
+			if dependent {
+				what = "cooperative dependent"
+			}
+		}
+		if err := launchEx(k.fn, grid, l.Block, l.SharedBytes, s.handle(), a.Pointers(), dependent, cooperative); err != nil {
+			return fmt.Errorf("gvr/runtime: %s launch of %s (%d CTAs of %d threads, %d B shared) on %v: %w",
+				what, l.Entry, grid, l.Block, l.SharedBytes, k.dev, err)
 		}
 		return nil
 	}

@@ -94,6 +94,11 @@ func (k *Kernel) Args() *ptx.Args                                        { retur
 func (k *Kernel) Launch(s *Stream, grid int, a *ptx.Args) error          { return ErrNoCUDA }
 func (k *Kernel) LaunchDependent(s *Stream, grid int, a *ptx.Args) error { return ErrNoCUDA }
 
+// LaunchCooperative: see the cuda build.
+func (k *Kernel) LaunchCooperative(s *Stream, grid int, a *ptx.Args, dependent bool) error {
+	return ErrNoCUDA
+}
+
 // Graph is a CUDA graph; without CUDA support there is none.
 type Graph struct{}
 

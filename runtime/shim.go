@@ -45,19 +45,30 @@ static CUresult gvrAllowNonPortableCluster(CUfunction f) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
 }
 
-// A launch of f (1-D grid and block) as a programmatic dependent launch:
-// its CTAs may start while the kernel before it on s runs, once that one
-// lets them (griddepcontrol.launch_dependents); f waits for its end itself
-// (griddepcontrol.wait). params holds the arguments' addresses, as
-// cuLaunchKernel's kernelParams.
-static CUresult gvrLaunchDependent(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void **params) {
-	CUlaunchAttribute attr;
-	memset(&attr, 0, sizeof attr);
-	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-	attr.value.programmaticStreamSerializationAllowed = 1;
+// A launch of f (1-D grid and block) with attributes: with dependent, as
+// a programmatic dependent launch: its CTAs may start while the kernel
+// before it on s runs, once that one lets them
+// (griddepcontrol.launch_dependents); f waits for its end itself
+// (griddepcontrol.wait). With cooperative, every CTA of the grid is
+// resident at once, or the launch fails. params holds the arguments'
+// addresses, as cuLaunchKernel's kernelParams.
+static CUresult gvrLaunchEx(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void **params, int dependent, int cooperative) {
+	CUlaunchAttribute attrs[2];
+	memset(attrs, 0, sizeof attrs);
+	unsigned n = 0;
+	if (dependent) {
+		attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attrs[n].value.programmaticStreamSerializationAllowed = 1;
+		n++;
+	}
+	if (cooperative) {
+		attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attrs[n].value.cooperative = 1;
+		n++;
+	}
 	CUlaunchConfig cfg = gvrLaunchConfig(grid, block, smem, s);
-	cfg.attrs = &attr;
-	cfg.numAttrs = 1;
+	cfg.attrs = attrs;
+	cfg.numAttrs = n;
 	return cuLaunchKernelEx(&cfg, f, params, NULL);
 }
 
@@ -185,10 +196,16 @@ func maxActiveClusters(fn cu.Function, cluster, block, smem int) (int, error) {
 	return int(n), err
 }
 
-// launchDependent launches fn as gvrLaunchDependent does. Every argument
-// is 64 bits (the kernel ABI); their values are copied to C memory, which
-// cgo requires of what the driver reads through pointers.
+// launchDependent launches fn as a programmatic dependent launch
+// (gvrLaunchEx).
 func launchDependent(fn cu.Function, grid, block, smem int, s cu.Stream, args []unsafe.Pointer) error {
+	return launchEx(fn, grid, block, smem, s, args, true, false)
+}
+
+// launchEx launches fn as gvrLaunchEx does. Every argument is 64 bits (the
+// kernel ABI); their values are copied to C memory, which cgo requires of
+// what the driver reads through pointers.
+func launchEx(fn cu.Function, grid, block, smem int, s cu.Stream, args []unsafe.Pointer, dependent, cooperative bool) error {
 	n := max(1, len(args))
 	vals := (*[1 << 20]uint64)(C.malloc(C.size_t(8 * n)))[:n:n]
 	ptrs := (*[1 << 20]unsafe.Pointer)(C.malloc(C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)) * uintptr(n))))[:n:n]
@@ -198,8 +215,18 @@ func launchDependent(fn cu.Function, grid, block, smem int, s cu.Stream, args []
 		vals[i] = *(*uint64)(a)
 		ptrs[i] = unsafe.Pointer(&vals[i])
 	}
-	return check("cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION)", C.gvrLaunchDependent(cfunction(fn),
-		C.uint(grid), C.uint(block), C.uint(smem), cstream(s), (*unsafe.Pointer)(unsafe.Pointer(&ptrs[0]))))
+	what := "cuLaunchKernelEx("
+	if dependent {
+		what += "PROGRAMMATIC_STREAM_SERIALIZATION"
+	}
+	if cooperative {
+		if dependent {
+			what += ", "
+		}
+		what += "COOPERATIVE"
+	}
+	return check(what+")", C.gvrLaunchEx(cfunction(fn), C.uint(grid), C.uint(block), C.uint(smem), cstream(s),
+		(*unsafe.Pointer)(unsafe.Pointer(&ptrs[0])), C.int(cbool(dependent)), C.int(cbool(cooperative))))
 }
 
 func beginCapture(s cu.Stream) error {
@@ -241,4 +268,12 @@ func destroyGraphExec(e graphExecHandle) error {
 
 func destroyGraph(g graphHandle) error {
 	return check("cuGraphDestroy", C.cuGraphDestroy(g))
+}
+
+// cbool is 1 for true, 0 for false.
+func cbool(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
