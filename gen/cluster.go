@@ -151,14 +151,21 @@ func (c *cta) startSlice(sh clusterShared, row, rowLen ptx.Reg, inits func(), be
 	e.Mov(s.row, ptx.ClusterIDX)
 
 	// chunk = ceil(rowLen/C) rounded up to V; lo = min(rank*chunk, rowLen);
-	// n = min(chunk, rowLen-lo).
+	// n = min(chunk, rowLen-lo). Where G clusters share the row, the row
+	// is in C*G slices, cluster g's CTA rank taking slice g*C + rank.
 	size, V := int64(c.size()), int64(c.perVec())
+	parts := int64(c.cluster * max(c.groups, 1))
 	chunk := c.u32()
-	e.Add(chunk, rowLen, ptx.Imm(V*int64(c.cluster)-1))
-	e.Div(chunk, chunk, ptx.Imm(V*int64(c.cluster)))
+	e.Add(chunk, rowLen, ptx.Imm(V*parts-1))
+	e.Div(chunk, chunk, ptx.Imm(V*parts))
 	e.Shl(chunk, chunk, ptx.Imm(log2(V)))
+	part := s.rank
+	if c.groups > 1 {
+		part = c.u32()
+		e.Mad(part, c.groupID(), ptx.Imm(int64(c.cluster)), s.rank)
+	}
 	s.lo = c.u32()
-	e.Mul(s.lo, s.rank, chunk)
+	e.Mul(s.lo, part, chunk)
 	e.Min(s.lo, s.lo, rowLen)
 	s.n = c.u32()
 	e.Sub(s.n, rowLen, s.lo)

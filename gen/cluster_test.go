@@ -167,6 +167,30 @@ func TestClusterTopK(t *testing.T) {
 	}
 }
 
+// TestClusterGroups: topk_fallback_cluster with each row shared by
+// Groups clusters (their counts combined through global memory, the
+// candidates gathered by the row's first cluster) is exact, the same on
+// every schedule and race-free, on rows that fit the clusters, rows past
+// what they hold, and every path (short rows, the exact path); each row's
+// workspace counts its launches and is left ready for the next.
+func TestClusterGroups(t *testing.T) {
+	for _, tc := range []struct {
+		C, G, maxN, n int
+	}{{2, 2, 512, 300}, {4, 2, 512, 1000}, {2, 3, 256, 1000}, {2, 4, 128, 1000}, {4, 4, 1024, 2000}} {
+		cfg := cfgK16
+		cfg.Cluster, cfg.Groups, cfg.MaxN = tc.C, tc.G, tc.maxN
+		t.Run(fmt.Sprintf("C=%d/G=%d/MaxN=%d/n=%d", tc.C, tc.G, tc.maxN, tc.n), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.C*tc.G), uint64(tc.n)))
+			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
+			for _, mbar := range []bool{false, true} {
+				cfg.MbarrierRounds = mbar
+				p, k := load(t, "topk_fallback_cluster", cfg)
+				checkSchedules(t, r, cs, "topk_fallback_cluster", p, k, nil, nil)
+			}
+		})
+	}
+}
+
 // checkSchedules runs kernel name on cs with each prediction mode (none
 // for a kernel without one) on three schedules under the race checker:
 // every row exact, and the same output on every schedule. each, if not

@@ -62,6 +62,7 @@ type clusterTopKShared struct {
 	xchg   [2]region
 	bars   region // MbarrierRounds: the exchange buffers' mbarriers, then the hand-over's
 	sample region // the whole row sample, gathered from every CTA's share (sampleRow)
+	groups region // Groups: the clusters' totals of a round (groupPart.scratch)
 	slice  clusterShared
 }
 
@@ -84,6 +85,9 @@ func allocClusterTopK(l *layout, cfg Config, ts topkShared) clusterTopKShared {
 	s.sample = ts.cand.bits
 	if pts := samplePoints(cfg.BlockSize); 4*pts > s.sample.bytes {
 		s.sample = l.alloc("sample", 4*pts, 16)
+	}
+	if cfg.Groups > 1 {
+		s.groups = l.alloc("group_totals", 2*3*exchangeVals*4, 16)
 	}
 	s.slice = allocCluster(l, cfg)
 	return s
@@ -170,10 +174,14 @@ func (t *topk) awaitPart() {
 }
 
 // leaderOnly ends every CTA of a cluster but the leader, which goes on
-// alone (nothing for one CTA per row). Past it, no CTA may touch another's
+// alone (nothing for one CTA per row; where clusters share the row, every
+// CTA but the first cluster's leader). Past it, no CTA may touch another's
 // shared memory.
 func (t *topk) leaderOnly() {
-	if t.part != nil {
+	switch {
+	case t.group != nil:
+		t.e.If(t.group.rowLeader(t).Not(), t.e.Ret)
+	case t.part != nil:
 		t.e.If(t.part.leader.Not(), t.e.Ret)
 	}
 }

@@ -88,6 +88,16 @@ type Config struct {
 	// at Phase 4's start (griddepcontrol.launch_dependents), to wait
 	// likewise while this one ends (perf notes 111).
 	DependentLaunch bool
+	// Groups is how many clusters share one row in topk_fallback_cluster
+	// (0 or 1: one cluster a row): cluster g of the row's Groups holds
+	// its g-th part in shared memory (up to MaxN elements), and every
+	// count the kernel combines is combined across the clusters too,
+	// through a workspace in global memory (GroupWorkspaceBytes a row)
+	// that each cluster polls until the others' counts are there; the
+	// row's first cluster gathers the candidates and selects. Every
+	// cluster of a launch must be resident at once, or the launch never
+	// ends: the caller checks the occupancy (perf notes 138, 164).
+	Groups int
 }
 
 // Where the Selector takes Config.SureSet: rows of at most SureSetMaxRow
@@ -147,6 +157,9 @@ func DefaultConfig() Config {
 
 func (c Config) cluster() int { return max(c.Cluster, 1) }
 
+// groups is how many clusters share a row: Groups, at least 1.
+func (c Config) groups() int { return max(c.Groups, 1) }
+
 // HeldMax is the longest row one CTA holds and selects whole, without
 // Phases 1-3 (PathHeld): 2K elements, or MaxCandidates if that is less;
 // and none (K) where K > Bins. The held select walks every element of the
@@ -197,6 +210,9 @@ func (c Config) String() string {
 	if c.MbarrierRounds {
 		s += " MbarrierRounds"
 	}
+	if c.Groups > 1 {
+		s += fmt.Sprintf(" Groups=%d", c.Groups)
+	}
 	if c.SureSet {
 		s += " SureSet"
 	}
@@ -243,6 +259,11 @@ func (c Config) Validate() error {
 	}
 	if c.DependentLaunch && c.Target.Name != "" && !c.Target.Has(ptx.FeatGridDep) {
 		bad("DependentLaunch: %s has no programmatic dependent launch (sm_90+)", c.Target.Name)
+	}
+	if c.Groups < 0 || c.Groups > 32 {
+		bad("Groups = %d: must be 0 or 1 (one cluster a row) to 32", c.Groups)
+	} else if c.Groups > 1 && (c.SureSet || c.KeepOver || c.cluster() < 2) {
+		bad("Groups = %d: needs Cluster >= 2, and neither SureSet nor KeepOver", c.Groups)
 	}
 	if c.MaxN < 0 || c.MaxN > 1<<30 {
 		bad("MaxN = %d: must be 0 to 2^30", c.MaxN)

@@ -23,6 +23,7 @@ type cta struct {
 	smem *smem
 
 	cluster int // CTAs per cluster of a cluster kernel (perCluster); 0 otherwise
+	groups  int // clusters a row (perGroups; Config.Groups); 0 or 1: one
 	// clusterSynced: the wait half of the slice's cluster barrier is
 	// emitted already (syncCluster), so awaitSlice leaves it out.
 	clusterSynced bool
@@ -46,6 +47,19 @@ func (c *cta) markAt(i int) {
 func (c *cta) perCluster(size int) {
 	c.cluster = size
 	c.e.ReqNCTAPerCluster = ptx.Dim3{size}
+}
+
+// perGroups makes a cluster kernel's rows shared by n clusters each:
+// cluster r*n + g takes part g of row r.
+func (c *cta) perGroups(n int) { c.groups = n }
+
+// groupID is this cluster's part of its row (perGroups): %clusterid.x
+// mod the groups.
+func (c *cta) groupID() ptx.Reg {
+	g := c.u32()
+	c.e.Mov(g, ptx.ClusterIDX)
+	c.e.Rem(g, g, ptx.Imm(int64(c.groups)))
+	return g
 }
 
 const warpSize = 32

@@ -112,6 +112,9 @@ type topk struct {
 	// part is a cluster kernel's share of the row (nil: one CTA per row,
 	// which walks the whole row in global memory).
 	part *clusterPart
+	// group is a shared row's cluster (Config.Groups; nil: the row is its
+	// cluster's or CTA's alone).
+	group *groupPart
 	// keep holds which over vectors of a cluster kernel's slice Phase 2's
 	// first pass found high (overflow.go; nil without Config.KeepOver).
 	keep *overKeep
@@ -210,6 +213,10 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	pTableStride := e.Param("page_table_stride", ptx.U64)
 	pPageSize := e.Param("page_size", ptx.U64)
 	pPages := pointerParam(e, "out_pages", 4) // null: no page-table output
+	var pWork *ptx.Param
+	if cfg.Groups > 1 {
+		pWork = pointerParam(e, "workspace", 16) // GroupWorkspaceBytes a row, zero before the first launch
+	}
 	var pStats *ptx.Param
 	if cfg.Instrument {
 		pStats = pointerParam(e, "stats", 8) // u64 stamps
@@ -219,6 +226,9 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	t.scores = cfg.Scores
 	if cluster {
 		t.perCluster(cfg.cluster())
+		if cfg.Groups > 1 {
+			t.perGroups(cfg.Groups)
+		}
 	}
 	t.iters, t.passes, t.ncand, t.path, t.valid = t.constU32(0), t.constU32(0), t.constU32(0), t.constU32(PathCopy), t.constU32(0)
 	if cfg.SureSet && cfg.Instrument {
@@ -244,6 +254,9 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	}
 
 	r := t.rowID()
+	if pWork != nil {
+		t.group = t.newGroupPart(pWork, r)
+	}
 	if withPred {
 		t.prediction = t.fetchPrediction(pp, r)
 	}
@@ -516,6 +529,7 @@ func (t *topk) body(phase1 func() guess) {
 	}
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), func() {
 		t.leaderOnly()
+		t.endGroups()
 		t.copyShortRow()
 	}, func() {
 		// Phase 4's first histogram and small-bin counter are cleared
@@ -527,11 +541,13 @@ func (t *topk) body(phase1 func() guess) {
 		t.clearSelect(t.sel)
 		gvr := func() {
 			t.mark(MarkP1Start)
+			t.loadGen()
 			g := phase1()
 			t.mark(MarkP1Done)
 			t.awaitPart()
 			t.stamp(1)
 			v := t.phase2SecantSearch(g)
+			t.endGroups()
 			if t.cfg.Instrument {
 				e.MovBits(t.thr, v.thr)
 			}
@@ -596,11 +612,13 @@ func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg {
 // rowTotals adds each of vals (per-thread u32 counts) over the row: across
 // the CTA, and in a cluster kernel across the cluster. It returns the
 // totals and, in a cluster kernel, the sums over the CTAs of lower rank
-// (nil otherwise), in every thread; and this thread's exclusive prefix of
+// (nil otherwise; where clusters share the row, over the CTAs of lower
+// rank and those of the clusters before, and own is the cluster's
+// totals), in every thread; and this thread's exclusive prefix of
 // each over the CTA (excl) and the CTA's sum (cta), where Phase 3 places
 // its candidates. With run (straight-line code only: reductionRun), the
 // CTA's sums take one barrier instead of two.
-func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, cta []ptx.Reg) {
+func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, cta, own []ptx.Reg) {
 	if run != nil {
 		// The sums and the warps' offsets; the prefixes inside the warps,
 		// which need no barrier, follow while the cluster's round is out.
@@ -612,7 +630,7 @@ func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, c
 		}
 	}
 	cluster := t.part != nil && t.part.size > 1
-	if cluster {
+	if cluster && t.group == nil {
 		t.part.send(t.cta, cta)
 	}
 	if run != nil {
@@ -621,10 +639,16 @@ func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, c
 		}
 	}
 	if !cluster {
-		return cta, nil, excl, cta // one CTA holds the row: nothing to combine
+		return cta, nil, excl, cta, nil // one CTA holds the row: nothing to combine
+	}
+	if t.group != nil {
+		// Every CTA of the row's clusters, through global memory: no
+		// cluster round of its own.
+		tot, below, own = t.groupTotals(cta)
+		return tot, below, excl, cta, own
 	}
 	tot, below = t.part.receive(t.cta, len(vals), nil, nil)
-	return tot, below, excl, cta
+	return tot, below, excl, cta, own
 }
 
 // finish sorts the selection into rank order (Sorted only), writes the

@@ -84,6 +84,9 @@ func Generate(name string, cfg Config) (*Kernel, error) {
 	if cfg.MbarrierRounds && !(g.cluster && g.topk) {
 		return nil, fmt.Errorf("kernel %s (%v): MbarrierRounds is for the cluster Top-K kernels", name, cfg)
 	}
+	if cfg.Groups > 1 && name != "topk_fallback_cluster" {
+		return nil, fmt.Errorf("kernel %s (%v): Groups is for topk_fallback_cluster", name, cfg)
+	}
 	if cfg.KeepOver && !(g.cluster && g.topk) {
 		return nil, fmt.Errorf("kernel %s (%v): KeepOver is for the cluster Top-K kernels", name, cfg)
 	}
@@ -169,11 +172,15 @@ func (c *cta) elemAddr(base, idx ptx.Reg, size int) ptx.Addr {
 }
 
 // rowID is the row this CTA works on: %ctaid.x, one CTA per row, or in a
-// cluster kernel %clusterid.x, one cluster per row.
+// cluster kernel %clusterid.x, one cluster per row (divided by the
+// groups where several clusters share a row).
 func (c *cta) rowID() ptx.Reg {
 	r := c.u32()
 	if c.cluster > 0 {
 		c.e.Mov(r, ptx.ClusterIDX)
+		if c.groups > 1 {
+			c.e.Div(r, r, ptx.Imm(int64(c.groups)))
+		}
 	} else {
 		c.e.Mov(r, ptx.CtaIDX)
 	}

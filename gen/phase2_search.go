@@ -14,7 +14,8 @@ type verdict struct {
 	found ptx.Pred // K <= count(x >= thr) <= MaxCandidates
 	total ptx.Reg  // u32 that count
 	mine  ptx.Reg  // u32 this thread's part of it
-	below ptx.Reg  // u32 the part of CTAs of lower rank in the cluster (cluster kernels)
+	below ptx.Reg  // u32 the part of CTAs of lower rank in the cluster (cluster kernels), and of the clusters before (Groups)
+	own   ptx.Reg  // u32 this cluster's part (Groups; unset otherwise)
 	excl  ptx.Reg  // u32 the part of the threads before this one in its CTA
 	cta   ptx.Reg  // u32 this CTA's part
 	sure  sureSet  // the candidates certain to be in the Top-K (Config.SureSet)
@@ -86,6 +87,9 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	s := &search{t: t, g: g, lo: t.constU32(keyNegInf - 1), hi: t.constU32(keyPosInf + 1),
 		thr: t.f32(), mine: t.u32(), total: t.u32(), below: t.constU32(0), excl: t.u32(), cta: t.u32(),
 		found: t.falsePred(), measLo: t.falsePred(), measHi: t.falsePred()}
+	if t.group != nil {
+		s.own = t.constU32(0)
+	}
 	done := e.NewLabel("phase2_done")
 
 	// First pass: every first point.
@@ -99,7 +103,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	t.mark(MarkP2Counted)
 	// The counts' prefixes over the CTA come with their sums: Phase 3
 	// places the candidates by them, with no block scan of its own.
-	tot, below, excl, cta := t.rowTotals(counts, t.p1)
+	tot, below, excl, cta, own := t.rowTotals(counts, t.p1)
 	t.mark(MarkP2Combined)
 	var sure sureSet
 	if t.cfg.SureSet {
@@ -119,6 +123,9 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 			e.Mov(s.cta, cta[i])
 			if below != nil {
 				e.Mov(s.below, below[i])
+			}
+			if own != nil {
+				e.Mov(s.own, own[i])
 			}
 		})
 		e.OrPred(s.found, s.found, in)
@@ -142,13 +149,16 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 		e.Mov(s.thr, t.keyToFloat(tk))
 	})
 	e.Mov(s.mine, t.countMine([]ptx.Reg{s.thr})[0])
-	tot, below, excl, cta = t.rowTotals([]ptx.Reg{s.mine}, nil)
+	tot, below, excl, cta, own = t.rowTotals([]ptx.Reg{s.mine}, nil)
 	cnt := tot[0]
 	e.Mov(s.total, cnt)
 	e.Mov(s.excl, excl[0])
 	e.Mov(s.cta, cta[0])
 	if below != nil {
 		e.Mov(s.below, below[0])
+	}
+	if own != nil {
+		e.Mov(s.own, own[0])
 	}
 	e.Add(t.iters, t.iters, ptx.Imm(1))
 	e.Mov(s.found, s.inWindow(cnt))
@@ -157,7 +167,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	s.next(done)
 	e.BraUni(top)
 	e.Place(done)
-	v := verdict{thr: s.thr, found: s.found, total: s.total, mine: s.mine, below: s.below, excl: s.excl, cta: s.cta, sure: sure}
+	v := verdict{thr: s.thr, found: s.found, total: s.total, mine: s.mine, below: s.below, own: s.own, excl: s.excl, cta: s.cta, sure: sure}
 	if t.cfg.SureSet {
 		sure.close(t, v)
 	}
@@ -178,6 +188,7 @@ type search struct {
 	lo, hi         ptx.Reg  // u32 keys: valid thresholds lie strictly between
 	thr, mine      ptx.Reg  // the next (or found) threshold; this thread's count at it
 	total, below   ptx.Reg  // the row's count at thr; the part of lower-rank CTAs (clusters)
+	own            ptx.Reg  // this cluster's part (Groups)
 	excl, cta      ptx.Reg  // the part of the threads before this one in its CTA; the CTA's
 	found          ptx.Pred // thr's count is in the window
 	measLo, measHi ptx.Pred // whether g's anchors are measured counts

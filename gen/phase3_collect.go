@@ -69,6 +69,14 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	if t.part == nil || t.part.size == 1 {
 		return cleared
 	}
+	if t.group != nil {
+		// A cluster after the row's first hands its candidates over
+		// through global memory, and is done.
+		t.e.If(t.group.first.Not(), func() {
+			t.handToFirst(c)
+			t.e.Ret()
+		})
+	}
 	// The leader's own are in place (v.below is 0 there); the others' go
 	// to the leader's buffer after the candidates of the CTAs of lower
 	// rank (in each part, with the sure ones set apart): with mbarrier
@@ -85,6 +93,9 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	// buffer, all how many it holds then: every candidate, or where the
 	// CTAs write their sure ones out themselves (outSure), the others.
 	handed, all, direct := c.ours, v.total, ptx.Pred{}
+	if t.group != nil {
+		all = v.own // the first cluster's; the others' come from the workspace
+	}
 	if c.outSure != nil {
 		var sure ptx.Reg
 		direct, all, sure = t.sureDirect()
@@ -125,6 +136,10 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 		// Every CTA's candidates are in the leader's buffer before it reads them.
 		e.BarrierClusterArrive(ptx.SemRelease)
 		outSure()
+		if t.group != nil {
+			// The other clusters' while this one's arrive.
+			e.If(t.part.leader, func() { t.gatherGroups(v.own, v.total) })
+		}
 		e.BarrierClusterWait(ptx.SemAcquire)
 		return
 	}
@@ -136,6 +151,10 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 			e.Shl(others, others, ptx.Imm(3))
 			e.MbarrierArriveExpectTx(ptx.SpaceShared, ptx.ScopeDefault, e.Reg(ptx.B64), ptx.At(hand, 0), others)
 		})
+		if t.group != nil {
+			// The other clusters' while this one's arrive.
+			t.gatherGroups(v.own, v.total)
+		}
 		e.MbarrierWait(ptx.SpaceShared, ptx.ScopeCluster, ptx.At(hand, 0), ptx.Imm(0))
 	})
 	return cleared

@@ -307,7 +307,22 @@ func launchRows(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 		stats = mem.Alloc(len(cs)*gen.StatsBytes, 16)
 		args.Set("stats", stats)
 	}
-	_, err := p.Run(mem, emu.Launch{Grid: [3]int{len(cs) * k.Launch.Cluster}, Args: args, RaceCheck: race, Seed: seed})
+	launch := emu.Launch{Grid: [3]int{len(cs) * k.Launch.Cluster}, Args: args, RaceCheck: race, Seed: seed}
+	if k.Launch.Param("workspace") != nil {
+		// Clusters sharing a row (Config.Groups) wait for each other: all
+		// resident at once. Two launches on one workspace: the second's
+		// tags are past the first's.
+		ws := mem.Alloc(len(cs)*gen.GroupWorkspaceBytes(k.Config), 128)
+		args.Set("workspace", ws)
+		launch.Grid[0] *= k.Config.Groups
+		launch.CoResident = true
+		if _, err := p.Run(mem, launch); err != nil {
+			t.Fatalf("%s (%v), first launch: %v", k.Name, k.Config, err)
+		}
+		checkWorkspace(t, mem, ws, k.Config, len(cs), 1)
+		defer checkWorkspace(t, mem, ws, k.Config, len(cs), 2)
+	}
+	_, err := p.Run(mem, launch)
 	if err != nil {
 		t.Fatalf("%s (%v): %v", k.Name, k.Config, err)
 	}
@@ -336,6 +351,31 @@ func launchRows(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 		}
 	}
 	return is, vs, ss
+}
+
+// checkWorkspace checks what a kernel with Config.Groups leaves in each
+// row's workspace after launches launches: the generation counted them,
+// and every candidate slot is empty again.
+func checkWorkspace(t testing.TB, mem *emu.Memory, ws uint64, cfg gen.Config, rows, launches int) {
+	t.Helper()
+	off, n := gen.GroupCandSlots(cfg)
+	for r := range rows {
+		row := ws + uint64(r*gen.GroupWorkspaceBytes(cfg))
+		g, err := mem.ReadI32s(row, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g[0] != int32(launches) {
+			t.Errorf("row %d's workspace after %d launches: generation %d", r, launches, g[0])
+		}
+		slots, err := mem.Read(row+uint64(off), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(slots, func(b byte) bool { return b != 0 }); i >= 0 {
+			t.Errorf("row %d's workspace after %d launches: candidate slot %d not emptied", r, launches, i/8)
+		}
+	}
 }
 
 func load(t testing.TB, name string, cfg gen.Config) (*emu.Program, *gen.Kernel) {

@@ -13,7 +13,7 @@ import (
 // clusterKernels are the kernels timed per -cluster size, by column
 // prefix: floor8 is cluster_read with clusters of 8 CTAs. Each is loaded
 // per N, for clusters that hold a row of N (Config.MaxN).
-var clusterKernels = map[string]string{"floor": "cluster_read", "cgvr": "gvr_topk_cluster", "cfallback": "topk_fallback_cluster"}
+var clusterKernels = map[string]string{"floor": "cluster_read", "cgvr": "gvr_topk_cluster", "cfallback": "topk_fallback_cluster", "gfallback": "topk_fallback_cluster"}
 
 // clusterOf splits a cluster kernel's column name (cgvr16) into its
 // prefix (cgvr) and cluster size (16); c is 0 for another kernel.
@@ -97,7 +97,7 @@ func columns(kernels []string, scores []topk.DType, pages, mbar, keep, sure bool
 	var out []string
 	gvr := func(k string) bool {
 		p, _ := clusterOf(k)
-		return p == "cgvr" || p == "cfallback" || k == "gvr" || k == "fallback"
+		return p == "cgvr" || p == "cfallback" || p == "gfallback" || k == "gvr" || k == "fallback"
 	}
 	for _, k := range kernels {
 		out = append(out, k)

@@ -28,6 +28,7 @@ var kernelDocs = map[string]string{
 	"floor":     "cluster_read: the row read once into a cluster's shared memory and nothing else, for each -cluster size (columns floorC): the floor of a cluster kernel (sm_90+)",
 	"cgvr":      "gvr_topk_cluster with the static prior, one row per cluster, for each -cluster size (columns cgvrC; sm_90+); the Selector's configuration",
 	"cfallback": "topk_fallback_cluster: no prediction, one row per cluster, for each -cluster size (columns cfallbackC; sm_90+)",
+	"gfallback": "topk_fallback_cluster with each row shared by -groups clusters, combining counts through global memory (gen.Config.Groups), for each -cluster size (columns gfallbackC; sm_90+); a cell whose batch's clusters are not all resident at once is left out",
 	"auto":      "the kernel a Selector picks for the batch and N (topk.Choice: gvr_topk, or gvr_topk_cluster with the tuned cluster size, or their fallback where the tuning runs it on predicted rows), with the static prior",
 }
 
@@ -58,6 +59,7 @@ type options struct {
 	dependent      bool         // -dependent: every launch a programmatic dependent one
 	dense          bool         // -dense: a null lengths pointer, every row N long
 	sorted         bool         // -sorted: each row's Top-K in rank order
+	groups         int          // -groups: the clusters a row of the gfallback kernels
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -87,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.replayN, "replay-n", 70690, "-replay, -ablation: the row's length at the first step (it grows by one a step)")
 	fs.BoolVar(&o.ablation, "ablation", false, "instead of the table, the paper's ablation: gvr_topk and the Selector's kernel with no prediction, a random one, the static prior and the previous step's at low and high alpha, on calibrated trajectories (-replay-n, -steps), beside the paper's figures")
 	fs.IntVar(&o.k, "k", 2048, "K")
+	fs.IntVar(&o.groups, "groups", 4, "the gfallback kernels' clusters a row (2 to 32)")
 	fs.IntVar(&o.tuning.MaxCandidates, "max-candidates", 0, "every kernel's MaxCandidates, as topk.Config's (0: its default, max(3K, 1024))")
 	fs.IntVar(&o.tuning.BlockSize, "block-size", 0, "every kernel's threads per CTA, as topk.Config's (0: its default, 512)")
 	fs.IntVar(&o.tuning.Bins, "bins", 0, "every kernel's radix-select bins (Phase 4), as topk.Config's (0: its default, 2048)")
@@ -108,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	from := fs.String("from", "", "print the report saved in `file` (-o) instead of measuring, and with -charts draw it; needs no GPU")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "gvrbench times gvr's Top-K kernels on the GVR paper's synthetic workload.\n\nUsage: gvrbench [flags]\n\nKernels:\n")
-		for _, k := range []string{"gvr", "feedback", "fallback", "radix", "floor", "cgvr", "cfallback", "auto"} {
+		for _, k := range []string{"gvr", "feedback", "fallback", "radix", "floor", "cgvr", "cfallback", "gfallback", "auto"} {
 			fmt.Fprintf(stderr, "  %-9s %s\n", k, kernelDocs[k])
 		}
 		fmt.Fprintf(stderr, "\nFlags:\n")
@@ -142,7 +145,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, k := range strings.Split(*kernels, ",") {
 		if _, ok := kernelDocs[k]; !ok {
-			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor, cgvr, cfallback, auto)", k)
+			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor, cgvr, cfallback, gfallback, auto)", k)
 		}
 		if clusterKernels[k] == "" {
 			o.kernels = append(o.kernels, k)
@@ -273,6 +276,7 @@ type bencher struct {
 	flush      *runtime.Buffer
 	kern       map[string]*runtime.Kernel // by kernel name, and name+"/instrumented"
 	rep        *Report
+	workspace  *runtime.Buffer // the gfallback kernels' (gen.GroupWorkspaceBytes a row), zero before the first launch
 }
 
 func bench(o options, progress io.Writer) (*Report, error) {
@@ -305,6 +309,17 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer b.flush.Free()
+	if slices.ContainsFunc(o.kernels, func(k string) bool { p, _ := clusterOf(parseColumn(k).kernel); return p == "gfallback" }) {
+		cfg := b.config()
+		cfg.Groups = o.groups
+		if b.workspace, err = dev.Alloc(slices.Max(o.batches) * gen.GroupWorkspaceBytes(cfg)); err != nil {
+			return nil, err
+		}
+		defer b.workspace.Free()
+		if err := b.workspace.Memset32(nil, 0); err != nil {
+			return nil, err
+		}
+	}
 	if err := o.selectorConfig().KernelConfig(info.Target).Validate(); err != nil {
 		return nil, fmt.Errorf("-k, -max-candidates, -block-size, -bins, -unroll: %w", err)
 	}
@@ -570,6 +585,9 @@ func (b *bencher) args(name string, k *runtime.Kernel, d *dataset, stats bool) *
 	if stats {
 		a.Set("stats", d.stats.Ptr())
 	}
+	if k.Contract.Param("workspace") != nil {
+		a.Set("workspace", b.workspace.Ptr())
+	}
 	return a
 }
 
@@ -705,6 +723,9 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	}
 	cfg := b.clusterConfig(prefix, c, n)
 	cfg.Scores, cfg.MbarrierRounds, cfg.KeepOver, cfg.SureSet = col.kernelScores().ScoreType(), col.mbar, keep, col.sure
+	if prefix == "gfallback" {
+		cfg.Groups = b.o.groups
+	}
 	if col.kernel == "auto" {
 		cfg = topk.ChoiceConfig(cfg, c, keep, sure) // the selector's kernel, as it generates it
 	}
@@ -713,6 +734,9 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	}
 	if k, err = b.clusterKernel(gname, cfg); err != nil {
 		return nil, nil, err
+	}
+	if cfg.Groups > 1 && batch*cfg.Groups > k.MaxActiveClusters {
+		return nil, nil, nil // its clusters would wait for clusters not yet resident
 	}
 	if b.o.phases && prefix != "floor" && !col.pages {
 		cfg.Instrument = true
@@ -765,10 +789,16 @@ func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time
 // launch queues k over rows rows on the bench's stream: a programmatic
 // dependent launch with -dependent.
 func (b *bencher) launch(k *runtime.Kernel, rows int, args *ptx.Args) error {
-	if b.o.dependent {
-		return k.LaunchDependent(b.st, rows*k.Contract.Cluster, args)
+	per := k.Contract.Cluster
+	if k.Contract.Param("workspace") != nil {
+		// A gfallback kernel: its clusters wait for each other, all
+		// resident at once.
+		return k.LaunchCooperative(b.st, rows*per*b.o.groups, args, b.o.dependent)
 	}
-	return k.Launch(b.st, rows*k.Contract.Cluster, args)
+	if b.o.dependent {
+		return k.LaunchDependent(b.st, rows*per, args)
+	}
+	return k.Launch(b.st, rows*per, args)
 }
 
 // time launches k warmup+iters times and returns the timed launches'

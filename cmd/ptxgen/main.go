@@ -44,7 +44,7 @@ func defaultKernel() string {
 type spec struct {
 	kernel, arch                    string
 	k, maxCand, block, bins, unroll int
-	cluster, maxN                   int
+	cluster, maxN, groups           int
 	instrument, mbarrierRounds      bool
 	keepOver, sureSet               bool
 	dependentLaunch, sorted         bool
@@ -58,7 +58,7 @@ func defaultSpec() spec {
 }
 
 // configFlags are the flags that set a spec; -diff takes the same names.
-var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over", "sure-set", "dependent-launch", "sorted"}
+var configFlags = []string{"kernel", "k", "max-candidates", "block", "bins", "arch", "unroll", "instrument", "cluster", "max-n", "scores", "mbarrier-rounds", "keep-over", "sure-set", "dependent-launch", "sorted", "groups"}
 
 // register defines the flags of configFlags on fs, s's fields their
 // defaults and destinations.
@@ -72,6 +72,7 @@ func (s *spec) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.unroll, "unroll", s.unroll, "float4 loads in flight per thread in a pass over a row (0: the generator's default)")
 	fs.BoolVar(&s.instrument, "instrument", s.instrument, "emit phase timestamps and counters into a stats buffer")
 	fs.IntVar(&s.cluster, "cluster", s.cluster, "cluster kernels: CTAs per thread-block cluster, 1 to 16 (sm_90+)")
+	fs.IntVar(&s.groups, "groups", s.groups, "topk_fallback_cluster: clusters sharing one row, combining their counts through a workspace in global memory")
 	fs.IntVar(&s.maxN, "max-n", s.maxN, "cluster kernels: the longest row a cluster holds in shared memory")
 	fs.StringVar(&s.scores, "scores", s.scores, "Top-K kernels: the score type, f32, f16 or bf16")
 	fs.BoolVar(&s.mbarrierRounds, "mbarrier-rounds", s.mbarrierRounds, "cluster Top-K kernels: signal the cluster's rounds with remote mbarrier arrivals instead of barrier.cluster")
@@ -101,6 +102,7 @@ func (s spec) generate() (*gen.Kernel, error) {
 		Instrument:     s.instrument,
 		Cluster:        s.cluster,
 		MaxN:           s.maxN,
+		Groups:         s.groups,
 		Scores:         scores,
 		MbarrierRounds: s.mbarrierRounds,
 		KeepOver:       s.keepOver,
