@@ -191,6 +191,76 @@ func TestClusterGroups(t *testing.T) {
 	}
 }
 
+// TestClusterGroupsShareWorkspace: kernels of different cluster sizes and
+// groups take turns on one workspace, as a Selector's do (one workspace a
+// layer, whatever kernel a step picks), row after row of a batch: every
+// row exact after every launch, and the workspace left as it should be.
+// (A layout that depended on the cluster size and groups put one
+// kernel's row generation and round words where another's candidates go.)
+func TestClusterGroupsShareWorkspace(t *testing.T) {
+	const n = 1000
+	r := rand.New(rand.NewPCG(7, 7))
+	var cs []testCase
+	for range 3 {
+		x := make([]float32, n)
+		for j := range x {
+			x[j] = float32(r.NormFloat64())
+		}
+		cs = append(cs, testCase{name: "normal", x: x})
+	}
+	type prog struct {
+		p *emu.Program
+		k *gen.Kernel
+	}
+	var ks []prog
+	for _, cg := range [][2]int{{2, 4}, {4, 2}, {2, 2}} {
+		cfg := cfgK16
+		cfg.Cluster, cfg.Groups, cfg.MaxN, cfg.MbarrierRounds = cg[0], cg[1], 256, true
+		p, k := load(t, "topk_fallback_cluster", cfg)
+		ks = append(ks, prog{p, k})
+	}
+	mem := emu.NewMemory()
+	host := make([]float32, 0, len(cs)*n)
+	for _, c := range cs {
+		host = append(host, c.x...)
+	}
+	K := cfgK16.K
+	scores := mem.AllocF32s(host)
+	ws := mem.Alloc(len(cs)*gen.GroupWorkspaceBytes(ks[0].k.Config), 128)
+	for _, k := range ks {
+		if gen.GroupWorkspaceBytes(k.k.Config) != gen.GroupWorkspaceBytes(ks[0].k.Config) {
+			t.Fatalf("%v: a workspace of %d bytes a row, %v's %d", k.k.Config, gen.GroupWorkspaceBytes(k.k.Config), ks[0].k.Config, gen.GroupWorkspaceBytes(ks[0].k.Config))
+		}
+	}
+	for launch := range 2 * len(ks) {
+		k := ks[launch%len(ks)]
+		outIdx := mem.AllocI32s(make([]int32, len(cs)*K))
+		outVals := mem.AllocF32s(make([]float32, len(cs)*K))
+		args := k.k.Launch.Args().Set("scores", scores).Set("row_stride", uint64(n)).Set("lengths", 0).
+			Set("out_idx", outIdx).Set("out_vals", outVals).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).Set("out_count", 0).
+			Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0).Set("workspace", ws)
+		grid := len(cs) * k.k.Config.Cluster * k.k.Config.Groups
+		if _, err := k.p.Run(mem, emu.Launch{Grid: [3]int{grid}, Args: args, CoResident: true, RaceCheck: true, Seed: uint64(launch)}); err != nil {
+			t.Fatalf("launch %d (%v): %v", launch, k.k.Config, err)
+		}
+		idx, err := mem.ReadI32s(outIdx, len(cs)*K)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, err := mem.ReadF32s(outVals, len(cs)*K)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var is [][]int32
+		var vs [][]float32
+		for r := range cs {
+			is, vs = append(is, idx[r*K:(r+1)*K]), append(vs, vals[r*K:(r+1)*K])
+		}
+		checkRows(t, fmt.Sprintf("launch %d (%v)", launch, k.k.Config), cs, K, is, vs)
+		checkWorkspace(t, mem, ws, k.k.Config, len(cs), launch+1)
+	}
+}
+
 // checkSchedules runs kernel name on cs with each prediction mode (none
 // for a kernel without one) on three schedules under the race checker:
 // every row exact, and the same output on every schedule. each, if not

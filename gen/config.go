@@ -96,9 +96,14 @@ type Config struct {
 	// that each cluster polls until the others' counts are there; the
 	// row's first cluster gathers the candidates and selects. Every
 	// cluster of a launch must be resident at once, or the launch never
-	// ends: the caller checks the occupancy (perf notes 138, 164).
+	// ends: the caller launches it cooperatively
+	// (runtime.Kernel.LaunchCooperative) with rows*Cluster*Groups CTAs
+	// (any other grid never ends either; perf notes 138, 164).
 	Groups int
 }
+
+// MaxGroups is the most clusters Config.Groups shares a row among.
+const MaxGroups = 8
 
 // Where the Selector takes Config.SureSet: rows of at most SureSetMaxRow
 // elements in one CTA (whose walks over global memory hide the extra
@@ -260,8 +265,8 @@ func (c Config) Validate() error {
 	if c.DependentLaunch && c.Target.Name != "" && !c.Target.Has(ptx.FeatGridDep) {
 		bad("DependentLaunch: %s has no programmatic dependent launch (sm_90+)", c.Target.Name)
 	}
-	if c.Groups < 0 || c.Groups > 32 {
-		bad("Groups = %d: must be 0 or 1 (one cluster a row) to 32", c.Groups)
+	if c.Groups < 0 || c.Groups > MaxGroups {
+		bad("Groups = %d: must be 0 or 1 (one cluster a row) to %d", c.Groups, MaxGroups)
 	} else if c.Groups > 1 && (c.SureSet || c.KeepOver || c.cluster() < 2) {
 		bad("Groups = %d: needs Cluster >= 2, and neither SureSet nor KeepOver", c.Groups)
 	}

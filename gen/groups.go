@@ -2,15 +2,15 @@ package gen
 
 // A row shared by several clusters (Config.Groups): cluster g of the row's
 // G holds its g-th part in shared memory, and the kernel is
-// topk_fallback_cluster's, with one more step wherever it combines counts:
-// past the cluster's round, each cluster's leader publishes its cluster's
-// totals to the row's workspace in global memory and every CTA polls
-// there until every cluster's are in (groupTotals). Phase 3's candidates
-// of the clusters after the first go to the workspace at their place in
-// the row's candidate order, and the row's first cluster's leader gathers
-// them into its buffer (handToFirst, gatherGroups) and selects alone, as
-// a cluster's leader does. Every cluster of a launch polls the others, so
-// all of them must be resident at once: the caller checks the occupancy.
+// topk_fallback_cluster's, but wherever it combines counts across the
+// cluster, every CTA of the row's clusters publishes its sums to the row's
+// workspace in global memory instead and polls there until every CTA's
+// are in (groupTotals). Phase 3's candidates of the clusters after the
+// first go to the workspace at their place in the row's candidate order,
+// and the row's first cluster's leader gathers them into its buffer
+// (handToFirst, gatherGroups) and selects alone, as a cluster's leader
+// does. Every cluster of a launch polls the others, so all of them must be
+// resident at once: the caller launches it cooperatively.
 
 import (
 	"github.com/gvr-go/gvr/ptx"
@@ -18,8 +18,12 @@ import (
 
 // GroupWorkspaceBytes is the workspace a row of a kernel with Groups > 1
 // needs (its "workspace" parameter points at rows times this many bytes,
-// zero before the first launch): the row's generation, two rounds of its
-// CTAs' tagged sums, and MaxCandidates candidates' slots.
+// zero before the first launch): the row's generation, MaxCandidates
+// candidates' slots, and two rounds of its CTAs' tagged sums. It depends
+// on MaxCandidates alone, and so does its layout: kernels of any cluster
+// size and groups share a workspace, as a Selector's do (every launch
+// moves the row's generation on, and empties the candidate slots it
+// filled).
 func GroupWorkspaceBytes(cfg Config) int {
 	w := groupLayout(cfg)
 	return w.size
@@ -28,15 +32,19 @@ func GroupWorkspaceBytes(cfg Config) int {
 // groupWords is a row's workspace layout, in bytes.
 type groupWords struct {
 	gen   int // u32: launches so far (the rounds' tags)
-	slots int // [2][G*C][exchangeVals] u64: (tag << 32) | a CTA's sum, by round parity
 	cands int // [MaxCandidates] u64: (index+1) << 32 | value bits; 0 while empty
+	slots int // [2][maxGroupParts][exchangeVals] u64: (tag << 32) | a CTA's sum, by round parity
 	size  int
 }
 
+// maxGroupParts is the most CTAs that share a row: Config.Groups (at most
+// MaxGroups) clusters of up to 16.
+const maxGroupParts = MaxGroups * 16
+
 func groupLayout(cfg Config) groupWords {
-	w := groupWords{gen: 0, slots: 64}
-	w.cands = w.slots + 2*cfg.groups()*cfg.cluster()*exchangeVals*8
-	w.size = (w.cands + 8*cfg.MaxCandidates + 127) / 128 * 128
+	w := groupWords{gen: 0, cands: 128}
+	w.slots = w.cands + 8*cfg.MaxCandidates
+	w.size = (w.slots + 2*maxGroupParts*exchangeVals*8 + 127) / 128 * 128
 	return w
 }
 
