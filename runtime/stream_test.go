@@ -178,3 +178,105 @@ func TestClusterLaunch(t *testing.T) {
 		}
 	}
 }
+
+// waitAllKernel is a kernel of clusters of c CTAs of 64 threads with
+// 100 KB of dynamic shared memory each (one CTA an SM), whose CTAs wait
+// for each other through global memory: thread 0 of each adds one to
+// count[0], then polls it until every CTA of the grid has (grid CTAs),
+// then writes 1 to out[ctaid]. Launched with CTAs not all resident, it
+// would never end.
+func waitAllKernel(t *testing.T, c int) (string, ptx.Launch) {
+	t.Helper()
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("wait_all")
+	e.ReqNTID = ptx.Dim3{64}
+	e.ReqNCTAPerCluster = ptx.Dim3{c}
+	countP, outP := e.Param("count", ptx.U64), e.Param("out", ptx.U64)
+	countP.PtrAlign, outP.PtrAlign = 4, 4
+	count, out := e.Reg(ptx.U64), e.Reg(ptx.U64)
+	e.CvtaToGlobal(count, e.LdParam(countP))
+	e.CvtaToGlobal(out, e.LdParam(outP))
+	tid, cta, grid := e.Reg(ptx.U32), e.Reg(ptx.U32), e.Reg(ptx.U32)
+	e.Mov(tid, ptx.TidX)
+	e.Mov(cta, ptx.CtaIDX)
+	e.Mov(grid, ptx.NCtaIDX)
+	first := e.Pred()
+	e.Setp(first, ptx.EQ, tid, ptx.Imm(0))
+	e.If(first, func() {
+		e.Red(ptx.SpaceGlobal, "add", ptx.U32, ptx.At(count, 0), ptx.Imm(1))
+		seen := e.Reg(ptx.U32)
+		e.DoWhile(func() {
+			e.LdStrong(ptx.SpaceGlobal, ptx.SemRelaxed, ptx.ScopeGPU, seen, ptx.At(count, 0))
+		}, func() ptx.Pred {
+			p := e.Pred()
+			e.Setp(p, ptx.LT, seen, grid)
+			return p
+		})
+		a := e.Reg(ptx.U64)
+		e.MulWide(a, cta, ptx.Imm(4))
+		e.Add(a, a, out)
+		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(a, 0), ptx.Imm(1))
+	})
+	e.Ret()
+	must(t, m.Build())
+	l, err := ptx.LaunchOf(m, "wait_all", 100<<10)
+	must(t, err)
+	return ptx.Text(m), l
+}
+
+// TestLaunchCooperative: a cluster kernel whose CTAs wait for each other
+// through global memory runs to its end when launched cooperatively with
+// every cluster the device holds at once, on a stream and from a graph;
+// one cluster more is refused at the launch, before anything runs.
+func TestLaunchCooperative(t *testing.T) {
+	d := device(t)
+	if d.Info().Major < 9 {
+		t.Skipf("%v has no clusters", d)
+	}
+	const c = 8
+	text, l := waitAllKernel(t, c)
+	k, err := d.Load(text, l)
+	must(t, err)
+	grid := k.MaxActiveClusters * c
+	count, err := d.Alloc(4)
+	must(t, err)
+	defer count.Free()
+	out, err := d.Alloc(4 * (grid + c))
+	must(t, err)
+	defer out.Free()
+	check := func(what string) {
+		t.Helper()
+		got := make([]uint32, grid+c)
+		must(t, Download(got, out))
+		for i, v := range got {
+			if want := uint32(min(1, max(0, grid-i))); v != want {
+				t.Fatalf("%s: out[%d] = %d, want %d", what, i, v, want)
+			}
+		}
+	}
+	args := k.Args().Set("count", count.Ptr()).Set("out", out.Ptr())
+	must(t, count.Memset32(nil, 0))
+	must(t, out.Memset32(nil, 0))
+	must(t, k.LaunchCooperative(nil, grid, args, false))
+	must(t, d.Synchronize())
+	check("a stream")
+
+	s, err := d.NewStream()
+	must(t, err)
+	defer s.Close()
+	must(t, count.Memset32(nil, 0))
+	must(t, out.Memset32(nil, 0))
+	g, err := s.Capture(func() error { return k.LaunchCooperative(s, grid, args, false) })
+	must(t, err)
+	defer g.Close()
+	must(t, g.Launch(s))
+	must(t, s.Synchronize())
+	check("a graph")
+
+	err = k.LaunchCooperative(nil, grid+c, args, false)
+	if err == nil || !strings.Contains(err.Error(), "COOPERATIVE") {
+		t.Errorf("a cooperative launch of %d clusters, %d resident at once: error %v, want the driver's refusal", grid/c+1, grid/c, err)
+	}
+	must(t, d.Synchronize())
+	t.Logf("clusters of %d: %d resident at once, all launched cooperatively", c, grid/c)
+}
