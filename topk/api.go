@@ -215,11 +215,13 @@ type Result struct {
 	// high elements, to load only those again
 	// (gen.Config.KeepOver), and SureSet whether it set apart the
 	// candidates its first pass showed to be in the Top-K
-	// (gen.Config.SureSet).
+	// (gen.Config.SureSet), and Groups how many clusters shared each row
+	// (gen.Config.Groups; 0: one).
 	Kernel   string
 	Cluster  int
 	KeepOver bool
 	SureSet  bool
+	Groups   int
 }
 
 // ReadIndices copies the Rows*K indices to the host, after the work queued

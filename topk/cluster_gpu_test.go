@@ -179,6 +179,87 @@ func TestAdversarialCluster(t *testing.T) {
 	}
 }
 
+// TestAdversarialGroups: topk_fallback_cluster with each row shared by
+// Groups clusters (gen.Config.Groups: counts combined through a workspace
+// in global memory, launched cooperatively) is exact on the adversarial
+// rows, from empty rows to rows past what the clusters hold, at every
+// cluster size, with and without mbarrier rounds, in batches as large as
+// stay resident, launch after launch on one workspace (each launch's
+// rounds tagged with the row's generation).
+func TestAdversarialGroups(t *testing.T) {
+	d := gpu(t)
+	if d.Info().Major < 9 {
+		t.Skipf("%v has no thread-block clusters", d)
+	}
+	base := gen.DefaultConfig()
+	base.Target = d.Info().Target
+	for _, cc := range []struct {
+		C, G, maxN int
+		mbar       bool
+	}{{2, 2, 0, false}, {4, 4, 0, true}, {8, 2, 0, true}, {8, 8, 0, true}, {16, 4, 0, true}, {16, 2, 65536, true}, {2, 3, 20000, false}} {
+		if cc.C > *maxCluster {
+			t.Logf("clusters of %d: not run (-gvr.max-cluster=%d)", cc.C, *maxCluster)
+			continue
+		}
+		cfg := base
+		cfg.Cluster, cfg.Groups, cfg.MaxN, cfg.MbarrierRounds = cc.C, cc.G, cc.maxN, cc.mbar
+		t.Run(fmt.Sprintf("C=%d/G=%d/MaxN=%d/mbarrier=%v", cc.C, cc.G, cc.maxN, cc.mbar), func(t *testing.T) {
+			k, err := Kernel(d, "topk_fallback_cluster", cfg)
+			must(t, err)
+			batch := min(4, k.MaxActiveClusters/cc.G)
+			if batch < 1 {
+				t.Skipf("%d clusters of %d are not resident at once here (%d are)", cc.G, cc.C, k.MaxActiveClusters)
+			}
+			K := cfg.K
+			work := alloc(t, d, batch*gen.GroupWorkspaceBytes(cfg))
+			must(t, work.Memset32(nil, 0))
+			lengths := []int{0, 1, K - 1, K, K + 1, 3*cc.C*cc.G + 1, 5000, 65537, 300001}
+			rng := rand.New(rand.NewPCG(uint64(cc.C), uint64(cc.G)))
+			checked := 0
+			for _, g := range generators {
+				for first := 0; first < len(lengths); first += batch {
+					ls := lengths[first:min(first+batch, len(lengths))]
+					rows, stride := len(ls), slices.Max(ls)|1
+					host := make([]float32, 1+rows*stride) // one float in: rows at every alignment
+					for i := range host {
+						host[i] = float32(math.NaN()) // past a row's length: never chosen
+					}
+					x := make([][]float32, rows)
+					l32 := make([]int32, rows)
+					for r, n := range ls {
+						x[r] = g.gen(n, K, cfg.MaxCandidates, rng)
+						copy(host[1+r*stride:], x[r])
+						l32[r] = int32(n)
+					}
+					scores := alloc(t, d, 4*len(host))
+					must(t, runtime.Upload(scores, host))
+					view, err := scores.View(4, 4*rows*stride)
+					must(t, err)
+					lens, idxBuf, valBuf := alloc(t, d, 4*rows), alloc(t, d, 4*rows*K), alloc(t, d, 4*rows*K)
+					must(t, runtime.Upload(lens, l32))
+					args := k.Args().Set("scores", view.Ptr()).Set("row_stride", uint64(stride)).Set("lengths", lens.Ptr()).
+						Set("out_idx", idxBuf.Ptr()).Set("out_vals", valBuf.Ptr()).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).
+						Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0).
+						Set("workspace", work.Ptr())
+					must(t, k.LaunchCooperative(nil, rows*cc.C*cc.G, args, false))
+					must(t, d.Synchronize())
+					idx, vals := make([]int32, rows*K), make([]float32, rows*K)
+					must(t, runtime.Download(idx, idxBuf))
+					must(t, runtime.Download(vals, valBuf))
+					for r := range rows {
+						want, _ := Reference(x[r], K, false)
+						if err := checkRow(x[r], want, idx[r*K:(r+1)*K], vals[r*K:(r+1)*K], false); err != nil {
+							t.Fatalf("%s row of %d: %v", g.name, ls[r], err)
+						}
+						checked++
+					}
+				}
+			}
+			t.Logf("%v: %d rows checked in batches of %d, %d clusters resident at once", cfg, checked, batch, k.MaxActiveClusters)
+		})
+	}
+}
+
 // TestSelectorChoice runs a Selector's steps over batch sizes and row
 // lengths where the device's tuning picks one CTA per row and where it
 // picks clusters of each size, with the keep and without: every step runs
@@ -198,7 +279,10 @@ func TestSelectorChoice(t *testing.T) {
 		k := sel.Config().K
 		rng := rand.New(rand.NewPCG(4, 4))
 		for _, rows := range []int{1, 2, 8, 16} {
-			for _, n := range []int{8192, 40000, 65536, 131075, 262144, 600000} {
+			for _, n := range []int{8192, 40000, 65536, 131075, 262144, 600000, 1048573} {
+				if n > 600000 && rows > 2 {
+					continue // rows that clusters share, at batches 1-2 only
+				}
 				x := make([][]float32, rows)
 				host := make([]float32, rows*n)
 				lengths := make([]int32, rows)
@@ -213,13 +297,17 @@ func TestSelectorChoice(t *testing.T) {
 				for step := range 2 {
 					res, err := sel.Select(0, Batch{Scores: scores, Stride: n, Rows: rows, Lengths: lengths}, nil)
 					must(t, err)
-					name, c, keep, sure := Choice(d.Info(), rows, n, step == 1)
+					name, c, keep, sure, groups := Choice(d.Info(), rows, n, step == 1)
 					if always && step == 1 {
 						name = strings.Replace(name, "topk_fallback", "gvr_topk", 1)
+						if groups > 1 { // the GVR kernel has one cluster a row
+							_, c, keep, sure, _ = Choice(d.Info(), rows, n, false)
+							groups, keep, sure = 0, false, SureSet(n, c)
+						}
 					}
-					if res.Kernel != name || res.Cluster != c || res.KeepOver != keep || res.SureSet != sure {
-						t.Errorf("always predict %v, rows %d, N %d, step %d: ran %s (cluster %d, keep %v, sure set %v), Choice says %s (cluster %d, keep %v, sure set %v)",
-							always, rows, n, step, res.Kernel, res.Cluster, res.KeepOver, res.SureSet, name, c, keep, sure)
+					if res.Kernel != name || res.Cluster != c || res.KeepOver != keep || res.SureSet != sure || res.Groups != groups {
+						t.Errorf("always predict %v, rows %d, N %d, step %d: ran %s (cluster %d, keep %v, sure set %v, groups %d), Choice says %s (cluster %d, keep %v, sure set %v, groups %d)",
+							always, rows, n, step, res.Kernel, res.Cluster, res.KeepOver, res.SureSet, res.Groups, name, c, keep, sure, groups)
 					}
 					if res.Predicted != strings.HasPrefix(res.Kernel, "gvr_topk") {
 						t.Errorf("rows %d, N %d, step %d: %s ran, Predicted = %v", rows, n, step, res.Kernel, res.Predicted)
@@ -230,6 +318,9 @@ func TestSelectorChoice(t *testing.T) {
 					}
 					if res.SureSet {
 						ran += "+sure"
+					}
+					if res.Groups > 1 {
+						ran += fmt.Sprintf("x%d", res.Groups)
 					}
 					seen[ran] = true
 					idx, vals := readResult(t, res)
@@ -454,7 +545,7 @@ func testSelectWindows(t *testing.T, stride int) {
 			if res.Predicted != (step == 1) || strings.HasPrefix(res.Kernel, "gvr_topk") != (step == 1) {
 				t.Errorf("abs %v, step %d: %s, predicted %v; want a prediction at step 1 only", abs, step, res.Kernel, res.Predicted)
 			}
-			if _, c, _, sure := Choice(d.Info(), rows, stride, step == 1); res.Cluster != c || res.SureSet != sure {
+			if _, c, _, sure, _ := Choice(d.Info(), rows, stride, step == 1); res.Cluster != c || res.SureSet != sure {
 				t.Errorf("abs %v, step %d: cluster %d, sure set %v; topk.Choice says %d, %v", abs, step, res.Cluster, res.SureSet, c, sure)
 			}
 			if step == 1 {

@@ -23,6 +23,10 @@ type step struct {
 	// (Config.AlwaysPredict).
 	alwaysPredict bool
 	device        device // the device it runs on
+	// oneCluster keeps each row in one cluster where the tuning shares
+	// it among several (Tuning.Groups): a Selector's choice where the
+	// batch's clusters would not all be resident at once.
+	oneCluster bool
 }
 
 // device is what the choice needs to know of a device.
@@ -35,13 +39,15 @@ type device struct {
 // choice is a kernel, how many CTAs of a cluster take each row (0: one
 // CTA per row, the single-CTA kernel), for a cluster kernel whether it
 // keeps which vectors of a long row's excess hold high elements
-// (gen.Config.KeepOver), and whether it sets apart the candidates its
-// first pass shows to be in the Top-K (gen.Config.SureSet).
+// (gen.Config.KeepOver), whether it sets apart the candidates its first
+// pass shows to be in the Top-K (gen.Config.SureSet), and how many
+// clusters share each row (gen.Config.Groups; 0: one).
 type choice struct {
 	name    string
 	cluster int
 	keep    bool
 	sure    bool
+	groups  int
 }
 
 // The kernels a Selector runs.
@@ -61,12 +67,17 @@ const (
 // does, and the prediction's gathers cost Phase 1 time (perf notes 115,
 // 116). Whether a row takes one CTA or a cluster of C, and C, comes from
 // the device's Tuning (measured by gvrbench -tune, kept in tuning/ per GPU
-// model), or for a GPU without one from defaultCluster.
+// model), or for a GPU without one from defaultCluster; and from the
+// Tuning too, where a row is long enough, whether several clusters share
+// it (Tuning.Groups: the fallback only, on steps the table runs it on).
 func choose(s step) choice {
-	c, keep, fallback := 0, false, false
+	c, keep, fallback, groups := 0, false, false, 0
 	if s.device.clusters {
 		if t := s.device.tuning; t != nil {
-			c, keep, fallback = t.choice(s.rows, s.n)
+			c, keep, fallback, groups = t.choice(s.rows, s.n)
+			if s.oneCluster {
+				groups = 0
+			}
 		} else {
 			c = defaultCluster(s)
 		}
@@ -74,14 +85,18 @@ func choose(s step) choice {
 	predict := s.predicted && (!fallback || s.alwaysPredict)
 	sure := SureSet(s.n, c)
 	switch {
+	case c > 0 && groups > 1 && !predict:
+		// Only the fallback shares a row (the table takes it on
+		// predicted steps where it beat the GVR kernels: Fallback).
+		return choice{kernelFallbackCluster, c, false, false, groups}
 	case c > 0 && predict:
-		return choice{kernelGVRCluster, c, keep, sure}
+		return choice{kernelGVRCluster, c, keep, sure, 0}
 	case c > 0:
-		return choice{kernelFallbackCluster, c, keep, sure}
+		return choice{kernelFallbackCluster, c, keep, sure, 0}
 	case predict:
-		return choice{kernelGVR, 0, false, sure}
+		return choice{kernelGVR, 0, false, sure, 0}
 	}
-	return choice{kernelFallback, 0, false, sure}
+	return choice{kernelFallback, 0, false, sure, 0}
 }
 
 // SureSet is the rule for gen.Config.SureSet, for rows of n elements
@@ -130,25 +145,32 @@ func defaultCluster(s step) int {
 // modes, by more than the margin in one; each timed as the selector runs
 // it, with the sure set where SureSet's rule takes it.
 type Tuning struct {
-	Device   string      `json:"device"`  // the GPU's name as the driver reports it
-	Command  string      `json:"command"` // the gvrbench command that measured it
-	Date     string      `json:"date"`
-	Batches  []int       `json:"batches"` // ascending
-	Ns       []int       `json:"ns"`      // ascending
-	Cluster  [][]int     `json:"cluster"`
-	Keep     [][]bool    `json:"keep,omitempty"`     // nil: no keep anywhere
-	Fallback [][]bool    `json:"fallback,omitempty"` // nil: the prediction everywhere
+	Device   string   `json:"device"`  // the GPU's name as the driver reports it
+	Command  string   `json:"command"` // the gvrbench command that measured it
+	Date     string   `json:"date"`
+	Batches  []int    `json:"batches"` // ascending
+	Ns       []int    `json:"ns"`      // ascending
+	Cluster  [][]int  `json:"cluster"`
+	Keep     [][]bool `json:"keep,omitempty"`     // nil: no keep anywhere
+	Fallback [][]bool `json:"fallback,omitempty"` // nil: the prediction everywhere
+	// Groups[i][j] (if Groups is there), where above 1, is how many
+	// clusters of Cluster[i][j] CTAs share each row: the fallback cluster
+	// kernel with gen.Config.Groups, on every step (it has no GVR twin).
+	Groups   [][]int     `json:"groups,omitempty"`
 	MedianUS [][]float64 `json:"median_us"`
 }
 
 // choice is the measured choice for rows rows of n elements: that of the
 // smallest measured batch and row length at least as large (the largest
 // where none is).
-func (t *Tuning) choice(rows, n int) (c int, keep, fallback bool) {
+func (t *Tuning) choice(rows, n int) (c int, keep, fallback bool, groups int) {
 	i, _ := slices.BinarySearch(t.Batches, rows)
 	j, _ := slices.BinarySearch(t.Ns, n)
 	i, j = min(i, len(t.Batches)-1), min(j, len(t.Ns)-1)
-	return t.Cluster[i][j], t.Keep != nil && t.Keep[i][j], t.Fallback != nil && t.Fallback[i][j]
+	if t.Groups != nil {
+		groups = t.Groups[i][j]
+	}
+	return t.Cluster[i][j], t.Keep != nil && t.Keep[i][j], t.Fallback != nil && t.Fallback[i][j], groups
 }
 
 // checkGrid reports a grid of t's (what: its entries' name) that does not
@@ -196,7 +218,22 @@ func (t *Tuning) Check() error {
 		}
 	}
 	if t.Fallback != nil {
-		return checkGrid(t, "fallbacks", t.Fallback)
+		if err := checkGrid(t, "fallbacks", t.Fallback); err != nil {
+			return err
+		}
+	}
+	if t.Groups != nil {
+		if err := checkGrid(t, "groups", t.Groups); err != nil {
+			return err
+		}
+	}
+	for i, row := range t.Groups {
+		for j, g := range row {
+			if g < 0 || g > gen.MaxGroups || g > 1 && (t.Cluster[i][j] < 2 || t.Keep != nil && t.Keep[i][j]) {
+				return fmt.Errorf("tuning for %s: batch %d, N %d: %d clusters a row, of %d CTAs (rows shared by 2 to %d clusters of at least 2, without the keep)",
+					t.Device, t.Batches[i], t.Ns[j], g, t.Cluster[i][j], gen.MaxGroups)
+			}
+		}
 	}
 	return nil
 }
@@ -232,12 +269,17 @@ var tunings = func() map[string]*Tuning {
 // every measured cell up to 256K, about 2% slower on the 1M rows a
 // cluster streams; perf notes 29, 36), the keep if chosen
 // (gen.Config.KeepOver; gvrbench -tune measures these) and the sure set
-// if chosen (gen.Config.SureSet).
-func ChoiceConfig(kc gen.Config, cluster int, keep, sure bool) gen.Config {
+// if chosen (gen.Config.SureSet), and the clusters that share a row
+// (gen.Config.Groups; 0 or 1: one).
+func ChoiceConfig(kc gen.Config, cluster int, keep, sure bool, groups int) gen.Config {
 	kc.Cluster = cluster
 	kc.MbarrierRounds = cluster > 0
 	kc.KeepOver = cluster > 0 && keep
 	kc.SureSet = sure
+	kc.Groups = 0
+	if cluster > 1 && groups > 1 {
+		kc.Groups = groups
+	}
 	return kc
 }
 
@@ -252,11 +294,14 @@ func TuningFor(name string) *Tuning { return tunings[strings.TrimSpace(name)] }
 // Config.AlwaysPredict takes the GVR kernel of the same shape): its name,
 // and for a cluster kernel the
 // cluster size (0 otherwise), whether it keeps which vectors of a long
-// row's excess hold high elements, and whether it sets apart the
-// candidates sure to be in the Top-K (ChoiceConfig).
-func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int, keep, sure bool) {
+// row's excess hold high elements, whether it sets apart the candidates
+// sure to be in the Top-K, and how many clusters share each row
+// (ChoiceConfig). A Selector runs a row shared by several clusters only
+// where the batch's clusters are all resident at once (else the same
+// kernel with one cluster a row).
+func Choice(info runtime.Info, rows, n int, predicted bool) (kernel string, cluster int, keep, sure bool, groups int) {
 	c := choose(step{rows: rows, n: n, predicted: predicted, device: deviceOf(info)})
-	return c.name, c.cluster, c.keep, c.sure
+	return c.name, c.cluster, c.keep, c.sure, c.groups
 }
 
 // deviceOf is what choose needs to know of the device info describes.

@@ -18,34 +18,66 @@ func TestChoose(t *testing.T) {
 		want choice
 	}{
 		// The table: the smallest batch and N at least as large.
-		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8, false, true}},
-		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, true}},
-		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
-		{step{rows: 1, n: 1 << 22, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false}},
+		{step{rows: 1, n: 65536, predicted: true, device: h}, choice{kernelGVRCluster, 8, false, true, 0}},
+		{step{rows: 1, n: 200000, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, true, 0}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false, 0}},
+		{step{rows: 1, n: 1 << 22, predicted: true, device: h}, choice{kernelGVRCluster, 16, false, false, 0}},
 		// The keep where the table has it, for the fallback twin too.
-		{step{rows: 8, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, true, false}},
-		{step{rows: 64, n: 600000, device: h}, choice{kernelFallbackCluster, 8, true, false}},
-		{step{rows: 2, n: 262144, predicted: true, device: h}, choice{kernelGVRCluster, 8, false, false}},
-		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0, false, true}},
-		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false}},
-		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false}},
+		{step{rows: 8, n: 1 << 20, predicted: true, device: h}, choice{kernelGVRCluster, 16, true, false, 0}},
+		{step{rows: 64, n: 600000, device: h}, choice{kernelFallbackCluster, 8, true, false, 0}},
+		{step{rows: 2, n: 262144, predicted: true, device: h}, choice{kernelGVRCluster, 8, false, false, 0}},
+		{step{rows: 1, n: 4096, predicted: true, device: h}, choice{kernelGVR, 0, false, true, 0}},
+		{step{rows: 64, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false, 0}},
+		{step{rows: 4096, n: 262144, predicted: true, device: h}, choice{kernelGVR, 0, false, false, 0}},
 		// Where the table runs the fallback on predicted steps: the
 		// fallback of the choice's shape, or with alwaysPredict the GVR one.
-		{step{rows: 8, n: 8192, predicted: true, device: h}, choice{kernelFallback, 0, false, true}},
-		{step{rows: 8, n: 8192, predicted: true, alwaysPredict: true, device: h}, choice{kernelGVR, 0, false, true}},
-		{step{rows: 4, n: 65536, predicted: true, device: h}, choice{kernelFallbackCluster, 8, false, true}},
-		{step{rows: 4, n: 65536, predicted: true, alwaysPredict: true, device: h}, choice{kernelGVRCluster, 8, false, true}},
-		{step{rows: 64, n: 1 << 20, predicted: true, device: h}, choice{kernelFallbackCluster, 8, true, false}},
+		{step{rows: 8, n: 8192, predicted: true, device: h}, choice{kernelFallback, 0, false, true, 0}},
+		{step{rows: 8, n: 8192, predicted: true, alwaysPredict: true, device: h}, choice{kernelGVR, 0, false, true, 0}},
+		{step{rows: 4, n: 65536, predicted: true, device: h}, choice{kernelFallbackCluster, 8, false, true, 0}},
+		{step{rows: 4, n: 65536, predicted: true, alwaysPredict: true, device: h}, choice{kernelGVRCluster, 8, false, true, 0}},
+		{step{rows: 64, n: 1 << 20, predicted: true, device: h}, choice{kernelFallbackCluster, 8, true, false, 0}},
 		// No prediction: the fallback twins.
-		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8, false, true}},
-		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0, false, true}},
+		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8, false, true, 0}},
+		{step{rows: 64, n: 8192, device: h}, choice{kernelFallback, 0, false, true, 0}},
 		// No table: the rule.
-		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8, false, true}},
-		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0, false, false}},
-		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0, false, true}},
+		{step{rows: 1, n: 65536, predicted: true, device: other}, choice{kernelGVRCluster, 8, false, true, 0}},
+		{step{rows: 17, n: 65536, predicted: true, device: other}, choice{kernelGVR, 0, false, false, 0}},
+		{step{rows: 1, n: 16384, predicted: true, device: other}, choice{kernelGVR, 0, false, true, 0}},
 		// No clusters.
-		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0, false, false}},
-		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0, false, false}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: old}, choice{kernelGVR, 0, false, false, 0}},
+		{step{rows: 1, n: 1 << 20, device: old}, choice{kernelFallback, 0, false, false, 0}},
+	} {
+		if got := choose(c.s); got != c.want {
+			t.Errorf("choose(%+v) = %v, want %v", c.s, got, c.want)
+		}
+	}
+}
+
+// TestChooseGroups: where the table shares rows among clusters
+// (Tuning.Groups), the fallback cluster kernel does so on steps without a
+// prediction and on predicted ones the table runs the fallback on; with
+// AlwaysPredict a predicted step runs the GVR kernel, one cluster a row;
+// and oneCluster (a batch whose clusters would not all be resident)
+// takes the same kernel with one cluster a row.
+func TestChooseGroups(t *testing.T) {
+	tuned := &Tuning{Device: "Test GPU", Batches: []int{1, 8}, Ns: []int{65536, 1 << 20},
+		Cluster:  [][]int{{8, 16}, {8, 16}},
+		Fallback: [][]bool{{false, true}, {false, false}},
+		Groups:   [][]int{{0, 4}, {0, 0}}}
+	if err := tuned.Check(); err != nil {
+		t.Fatal(err)
+	}
+	h := device{tuning: tuned, sms: 132, clusters: true}
+	for _, c := range []struct {
+		s    step
+		want choice
+	}{
+		{step{rows: 1, n: 1 << 20, device: h}, choice{kernelFallbackCluster, 16, false, false, 4}},
+		{step{rows: 1, n: 1 << 20, predicted: true, device: h}, choice{kernelFallbackCluster, 16, false, false, 4}},
+		{step{rows: 1, n: 1 << 20, predicted: true, alwaysPredict: true, device: h}, choice{kernelGVRCluster, 16, false, false, 0}},
+		{step{rows: 1, n: 1 << 20, device: h, oneCluster: true}, choice{kernelFallbackCluster, 16, false, false, 0}},
+		{step{rows: 1, n: 65536, device: h}, choice{kernelFallbackCluster, 8, false, true, 0}},
+		{step{rows: 8, n: 1 << 20, device: h}, choice{kernelFallbackCluster, 16, false, false, 0}},
 	} {
 		if got := choose(c.s); got != c.want {
 			t.Errorf("choose(%+v) = %v, want %v", c.s, got, c.want)
@@ -90,6 +122,10 @@ func TestTunings(t *testing.T) {
 		{Device: "x", Batches: []int{1, 2}, Ns: []int{1}, Cluster: [][]int{{8}, {8}}, Keep: [][]bool{{true}}},
 		{Device: "x", Batches: []int{1}, Ns: []int{1, 2}, Cluster: [][]int{{8, 8}}, Fallback: [][]bool{{true}}},
 		{Device: "x", Batches: []int{1, 2}, Ns: []int{1}, Cluster: [][]int{{8}, {8}}, Fallback: [][]bool{{true}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1, 2}, Cluster: [][]int{{8, 8}}, Groups: [][]int{{4}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{0}}, Groups: [][]int{{4}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{8}}, Keep: [][]bool{{true}}, Groups: [][]int{{4}}},
+		{Device: "x", Batches: []int{1}, Ns: []int{1}, Cluster: [][]int{{8}}, Groups: [][]int{{9}}},
 	}
 	for _, tu := range bad {
 		if tu.Check() == nil {

@@ -47,6 +47,11 @@ type Selector struct {
 	device  device
 
 	host *runtime.Buffer // SelectHost's scores, grown as needed
+
+	// groupRows is the most rows a step may run with rows shared by
+	// several clusters (choice.groups), for which each layer keeps a
+	// workspace of workBytes; 0: none.
+	groupRows, workBytes int
 }
 
 // layer is one layer's feedback state.
@@ -58,6 +63,11 @@ type layer struct {
 	lengths *runtime.Buffer // int32 [MaxRows]: Batch.Lengths land here
 	starts  *runtime.Buffer // int32 [MaxRows]: Batch.RowStarts land here
 	primed  bool            // idx holds a previous step
+
+	// work is the workspace of the kernels whose rows several clusters
+	// share (gen.GroupWorkspaceBytes a row, zero when allocated), or nil:
+	// each layer its own, as steps of different layers may run at once.
+	work *runtime.Buffer
 
 	// The stream of the layer's last step queued outside a graph capture
 	// (nil: the default stream), if queued is set, and an event that
@@ -93,7 +103,8 @@ func NewSelector(cfg Config) (*Selector, error) {
 	kcfg := cfg.kernelConfig(t)
 	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: deviceOf(dev.Info())}
 	for _, c := range s.choices() {
-		k, err := Kernel(dev, c.name, ChoiceConfig(kcfg, c.cluster, c.keep, c.sure))
+		kc := ChoiceConfig(kcfg, c.cluster, c.keep, c.sure, c.groups)
+		k, err := Kernel(dev, c.name, kc)
 		if err != nil && c.cluster > 0 && errors.Is(err, gen.ErrSharedMemory) {
 			continue // cfg leaves no room for a slice of the row: one CTA per row
 		}
@@ -101,6 +112,9 @@ func NewSelector(cfg Config) (*Selector, error) {
 			return nil, fmt.Errorf("topk: NewSelector: %w", err)
 		}
 		s.kernels[c] = &loaded{k, k.Args()}
+		if c.groups > 1 {
+			s.workBytes = max(s.workBytes, s.groupRows*gen.GroupWorkspaceBytes(kc))
+		}
 	}
 	if err := s.allocate(); err != nil {
 		s.free()
@@ -114,14 +128,20 @@ func NewSelector(cfg Config) (*Selector, error) {
 // its device's tuning (or rule) picks for up to MaxRows rows of any
 // length.
 func (s *Selector) choices() []choice {
-	out := []choice{{kernelGVR, 0, false, false}, {kernelFallback, 0, false, false}}
+	out := []choice{{kernelGVR, 0, false, false, 0}, {kernelFallback, 0, false, false, 0}}
 	seen := map[choice]bool{out[0]: true, out[1]: true}
 	for rows := 1; ; rows = min(2*rows, s.cfg.MaxRows) {
 		for n := 1024; n <= 1<<30; n *= 2 {
 			for _, p := range []bool{true, false} {
-				if c := choose(step{rows: rows, n: n, predicted: p, alwaysPredict: s.cfg.AlwaysPredict, device: s.device}); !seen[c] {
-					seen[c] = true
-					out = append(out, c)
+				for _, one := range []bool{false, true} {
+					c := choose(step{rows: rows, n: n, predicted: p, alwaysPredict: s.cfg.AlwaysPredict, device: s.device, oneCluster: one})
+					if !seen[c] {
+						seen[c] = true
+						out = append(out, c)
+					}
+					if c.groups > 1 {
+						s.groupRows = max(s.groupRows, rows)
+					}
 				}
 			}
 		}
@@ -165,6 +185,14 @@ func (s *Selector) allocate() error {
 				return err
 			}
 		}
+		if s.workBytes > 0 {
+			if l.work, err = s.dev.Alloc(s.workBytes); err != nil {
+				return err
+			}
+			if err = l.work.Memset32(nil, 0); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -187,6 +215,7 @@ func (s *Selector) free() error {
 		release(&l.vals)
 		release(&l.stats)
 		release(&l.counts)
+		release(&l.work)
 		if l.done != nil {
 			errs = append(errs, l.done.Close())
 			l.done = nil
@@ -202,7 +231,7 @@ func (s *Selector) Config() Config { return s.cfg }
 // longer than a sure set pays in (gen.SureSetMaxRow): GVR with a
 // prediction, and the fallback for a layer's first step.
 func (s *Selector) Kernels() (gvr, fallback *runtime.Kernel) {
-	return s.kernels[choice{kernelGVR, 0, false, false}].k, s.kernels[choice{kernelFallback, 0, false, false}].k
+	return s.kernels[choice{kernelGVR, 0, false, false, 0}].k, s.kernels[choice{kernelFallback, 0, false, false, 0}].k
 }
 
 // Select queues the Top-K of batch b's rows on stream st (nil: the default
@@ -274,6 +303,13 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	sp := step{rows: b.Rows, n: n, predicted: l.primed && !b.NoPrediction, alwaysPredict: s.cfg.AlwaysPredict, device: s.device}
 	c := choose(sp)
 	kern := s.kernels[c]
+	if kern != nil && c.groups > 1 && (b.Rows > s.groupRows || b.Rows*c.groups > kern.k.MaxActiveClusters) {
+		// Rows shared by clusters that would not all be resident at
+		// once: one cluster a row.
+		sp.oneCluster = true
+		c = choose(sp)
+		kern = s.kernels[c]
+	}
 	if kern == nil { // a cluster kernel that cfg leaves no room for: one CTA per row
 		sp.device = device{}
 		c = choose(sp)
@@ -281,7 +317,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	}
 	predicted := c.name == kernelGVR || c.name == kernelGVRCluster // the kernel reads the prediction
 	res := Result{Layer: layer, Rows: b.Rows, K: s.cfg.K, Indices: l.idx, Values: l.vals, Stats: l.stats, Counts: l.counts,
-		Pages: b.Pages, Predicted: predicted, Kernel: c.name, Cluster: c.cluster, KeepOver: c.keep, SureSet: c.sure}
+		Pages: b.Pages, Predicted: predicted, Kernel: c.name, Cluster: c.cluster, KeepOver: c.keep, SureSet: c.sure, Groups: c.groups}
 	if b.Rows == 0 {
 		return res, nil
 	}
@@ -317,7 +353,18 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if s.cfg.DependentLaunch {
 		launch = k.LaunchDependent
 	}
-	if err := launch(st, b.Rows*k.Contract.Cluster, args); err != nil {
+	grid := b.Rows * k.Contract.Cluster
+	if c.groups > 1 {
+		// Its clusters wait for each other: all resident at once, by a
+		// cooperative launch (which fails rather than queue some of them
+		// behind the others).
+		args.Set("workspace", l.work.Ptr())
+		grid *= c.groups
+		launch = func(st *runtime.Stream, grid int, a *ptx.Args) error {
+			return k.LaunchCooperative(st, grid, a, s.cfg.DependentLaunch)
+		}
+	}
+	if err := launch(st, grid, args); err != nil {
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
 	l.primed = true
