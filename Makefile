@@ -139,6 +139,7 @@ gpu-test: ## build GPU test + benchmark binaries and sm_90/100/120 PTX into gpub
 		$(GO) run ./cmd/ptxgen -kernel gvr_topk_cluster -arch $$arch -cluster 16 -mbarrier-rounds -o $(GPUBIN)/gvr_topk_cluster_mbarrier_$$arch.ptx || exit 1; \
 		$(GO) run ./cmd/ptxgen -kernel gvr_topk -arch $$arch -sure-set -o $(GPUBIN)/gvr_topk_sure_$$arch.ptx || exit 1; \
 		$(GO) run ./cmd/ptxgen -kernel gvr_topk_cluster -arch $$arch -cluster 8 -mbarrier-rounds -sure-set -o $(GPUBIN)/gvr_topk_cluster_sure_$$arch.ptx || exit 1; \
+		$(GO) run ./cmd/ptxgen -kernel topk_fallback_cluster -arch $$arch -cluster 8 -mbarrier-rounds -groups 8 -o $(GPUBIN)/topk_fallback_cluster_groups_$$arch.ptx || exit 1; \
 		for s in f16 bf16; do for k in gvr_topk gvr_topk_cluster; do \
 		$(GO) run ./cmd/ptxgen -kernel $$k -arch $$arch -cluster $$([ $$k = gvr_topk ] && echo 0 || echo 8) -scores $$s -o $(GPUBIN)/$${k}_$${s}_$$arch.ptx || exit 1; \
 		done; done; done

@@ -82,7 +82,7 @@ run_test() {
 # (which poisons the CUDA context for the rest of the process) in one group
 # does not hide the others' results.
 TOPK_GROUPS=(Adversarial Determinism 'DecodeLoop|GraphReplay|DependentLaunch|SelectHost|SelectorErrors|SelectNoAllocs|ConcurrentSelectors'
-  'SharedSelector|MisalignedViews|LayerAcrossStreams' 'ClusterKernels|AdversarialCluster|SelectorChoice|SelectNextN|SelectPages|SelectWindows|SelectScoreTypes')
+  'SharedSelector|MisalignedViews|LayerAcrossStreams' 'ClusterKernels|AdversarialCluster|AdversarialGroups|SelectorChoice|SelectNextN|SelectPages|SelectWindows|SelectScoreTypes')
 # Needs two GPUs: run (and required to pass) only on a machine with two or more.
 TWO_GPU_TESTS='TwoGPUs'
 

@@ -39,7 +39,7 @@ var ablationModes = []struct {
 func (b *bencher) ablation() error {
 	k := b.o.k
 	info := b.dev.Info()
-	_, c, keep, sure := topk.Choice(info, 1, b.o.replayN+b.o.steps, true)
+	_, c, keep, sure, _ := topk.Choice(info, 1, b.o.replayN+b.o.steps, true) // rows this short are not shared
 	choice := "gvr_topk"
 	if c > 0 {
 		choice = "gvr_topk_cluster"
@@ -96,7 +96,7 @@ func (b *bencher) ablation() error {
 				name = map[string]string{"gvr_topk": "topk_fallback", "gvr_topk_cluster": "topk_fallback_cluster"}[kern.name]
 			}
 			a := Ablation{Prediction: m.name, Profile: m.profile, PaperUS: m.paperUS, Kernel: name, Cluster: kern.cluster}
-			cfg := topk.ChoiceConfig(b.config(), kern.cluster, kern.keep, kern.sure) // the Selector's
+			cfg := topk.ChoiceConfig(b.config(), kern.cluster, kern.keep, kern.sure, 0) // the Selector's
 			kk, err := b.clusterKernel(name, cfg)
 			if err != nil {
 				return err

@@ -15,18 +15,30 @@ import (
 // per N, for clusters that hold a row of N (Config.MaxN).
 var clusterKernels = map[string]string{"floor": "cluster_read", "cgvr": "gvr_topk_cluster", "cfallback": "topk_fallback_cluster", "gfallback": "topk_fallback_cluster"}
 
-// clusterOf splits a cluster kernel's column name (cgvr16) into its
-// prefix (cgvr) and cluster size (16); c is 0 for another kernel.
+// clusterOf splits a cluster kernel's column name (cgvr16, gfallback16x4)
+// into its prefix (cgvr) and cluster size (16); c is 0 for another kernel.
 func clusterOf(name string) (prefix string, c int) {
 	i := strings.IndexAny(name, "0123456789")
 	if i < 0 || clusterKernels[name[:i]] == "" {
 		return "", 0
 	}
-	c, err := strconv.Atoi(name[i:])
+	size, _, _ := strings.Cut(name[i:], "x")
+	c, err := strconv.Atoi(size)
 	if err != nil {
 		return "", 0
 	}
 	return name[:i], c
+}
+
+// groupsOf is how many clusters share a row in a gfallback column
+// (gfallback16x4: 4), 0 for another kernel.
+func groupsOf(name string) int {
+	if p, _ := clusterOf(name); p != "gfallback" {
+		return 0
+	}
+	_, g, _ := strings.Cut(name, "x")
+	n, _ := strconv.Atoi(g)
+	return n
 }
 
 // isFloor reports whether column name is a floor kernel's (cluster_read).

@@ -28,7 +28,7 @@ var kernelDocs = map[string]string{
 	"floor":     "cluster_read: the row read once into a cluster's shared memory and nothing else, for each -cluster size (columns floorC): the floor of a cluster kernel (sm_90+)",
 	"cgvr":      "gvr_topk_cluster with the static prior, one row per cluster, for each -cluster size (columns cgvrC; sm_90+); the Selector's configuration",
 	"cfallback": "topk_fallback_cluster: no prediction, one row per cluster, for each -cluster size (columns cfallbackC; sm_90+)",
-	"gfallback": "topk_fallback_cluster with each row shared by -groups clusters, combining counts through global memory (gen.Config.Groups), for each -cluster size (columns gfallbackC; sm_90+); a cell whose batch's clusters are not all resident at once is left out",
+	"gfallback": "topk_fallback_cluster with each row shared by G clusters, combining counts through global memory (gen.Config.Groups), for each -cluster size C and -groups G (columns gfallbackCxG; sm_90+), launched cooperatively; a cell whose batch's clusters are not all resident at once is left out",
 	"auto":      "the kernel a Selector picks for the batch and N (topk.Choice: gvr_topk, or gvr_topk_cluster with the tuned cluster size, or their fallback where the tuning runs it on predicted rows), with the static prior",
 }
 
@@ -59,7 +59,7 @@ type options struct {
 	dependent      bool         // -dependent: every launch a programmatic dependent one
 	dense          bool         // -dense: a null lengths pointer, every row N long
 	sorted         bool         // -sorted: each row's Top-K in rank order
-	groups         int          // -groups: the clusters a row of the gfallback kernels
+	groups         []int        // -groups: the clusters a row of the gfallback kernels
 	// Replays instead of the table: calibrated profiles and trace files.
 	replay         []string
 	trace          string
@@ -89,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.replayN, "replay-n", 70690, "-replay, -ablation: the row's length at the first step (it grows by one a step)")
 	fs.BoolVar(&o.ablation, "ablation", false, "instead of the table, the paper's ablation: gvr_topk and the Selector's kernel with no prediction, a random one, the static prior and the previous step's at low and high alpha, on calibrated trajectories (-replay-n, -steps), beside the paper's figures")
 	fs.IntVar(&o.k, "k", 2048, "K")
-	fs.IntVar(&o.groups, "groups", 4, "the gfallback kernels' clusters a row (2 to 32)")
+	groups := fs.String("groups", "4", "the gfallback kernels' clusters a row, comma-separated (2 to 8); -tune measures each")
 	fs.IntVar(&o.tuning.MaxCandidates, "max-candidates", 0, "every kernel's MaxCandidates, as topk.Config's (0: its default, max(3K, 1024))")
 	fs.IntVar(&o.tuning.BlockSize, "block-size", 0, "every kernel's threads per CTA, as topk.Config's (0: its default, 512)")
 	fs.IntVar(&o.tuning.Bins, "bins", 0, "every kernel's radix-select bins (Phase 4), as topk.Config's (0: its default, 2048)")
@@ -143,6 +143,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.clusters, err = parseInts(*clusters); err != nil || slices.Max(o.clusters) > 16 {
 		return fail(2, "-cluster %q: want comma-separated cluster sizes from 1 to 16", *clusters)
 	}
+	if o.groups, err = parseInts(*groups); err != nil || slices.Min(o.groups) < 2 || slices.Max(o.groups) > gen.MaxGroups {
+		return fail(2, "-groups %q: want comma-separated numbers of clusters a row from 2 to %d", *groups, gen.MaxGroups)
+	}
 	for _, k := range strings.Split(*kernels, ",") {
 		if _, ok := kernelDocs[k]; !ok {
 			return fail(2, "-kernels: unknown kernel %q (gvr, feedback, fallback, radix, floor, cgvr, cfallback, gfallback, auto)", k)
@@ -152,7 +155,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		for _, c := range o.clusters {
-			o.kernels = append(o.kernels, fmt.Sprintf("%s%d", k, c))
+			if k != "gfallback" {
+				o.kernels = append(o.kernels, fmt.Sprintf("%s%d", k, c))
+				continue
+			}
+			for _, g := range o.groups {
+				if c > 1 {
+					o.kernels = append(o.kernels, fmt.Sprintf("%s%dx%d", k, c, g))
+				}
+			}
 		}
 	}
 	for _, s := range strings.Split(*scores, ",") {
@@ -196,12 +207,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		for _, c := range o.clusters {
 			for _, prefix := range []string{"cgvr", "cfallback"} {
 				k := fmt.Sprintf("%s%d", prefix, c)
-				if topk.ChoiceConfig(gen.Config{}, c, false, false).MbarrierRounds {
+				if topk.ChoiceConfig(gen.Config{}, c, false, false, 0).MbarrierRounds {
 					k += "+mbar"
 				}
 				o.kernels = append(o.kernels, k, k+"+sure")
 				if o.keep {
 					o.kernels = append(o.kernels, k+"+keep")
+				}
+			}
+			for _, g := range o.groups {
+				// Rows shared by clusters, as the selector runs them.
+				if c > 1 {
+					o.kernels = append(o.kernels, fmt.Sprintf("gfallback%dx%d+mbar", c, g))
 				}
 			}
 		}
@@ -276,7 +293,8 @@ type bencher struct {
 	flush      *runtime.Buffer
 	kern       map[string]*runtime.Kernel // by kernel name, and name+"/instrumented"
 	rep        *Report
-	workspace  *runtime.Buffer // the gfallback kernels' (gen.GroupWorkspaceBytes a row), zero before the first launch
+	workspace  *runtime.Buffer         // the kernels' whose rows clusters share (gen.GroupWorkspaceBytes a row), zero before the first launch
+	groups     map[*runtime.Kernel]int // those kernels' clusters a row
 }
 
 func bench(o options, progress io.Writer) (*Report, error) {
@@ -309,9 +327,12 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer b.flush.Free()
-	if slices.ContainsFunc(o.kernels, func(k string) bool { p, _ := clusterOf(parseColumn(k).kernel); return p == "gfallback" }) {
+	b.groups = make(map[*runtime.Kernel]int)
+	if slices.ContainsFunc(o.kernels, func(k string) bool { k = parseColumn(k).kernel; return groupsOf(k) > 0 || k == "auto" }) {
+		// One workspace for every such kernel (its size and layout
+		// depend on MaxCandidates alone): the selector's choice (auto)
+		// may share rows too.
 		cfg := b.config()
-		cfg.Groups = o.groups
 		if b.workspace, err = dev.Alloc(slices.Max(o.batches) * gen.GroupWorkspaceBytes(cfg)); err != nil {
 			return nil, err
 		}
@@ -712,22 +733,20 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	col := parseColumn(name)
 	prefix, c := clusterOf(col.kernel)
 	var gname string
-	keep, sure := col.keep, false
+	keep, sure, groups := col.keep, false, groupsOf(col.kernel)
 	switch {
 	case c > 0:
 		gname = clusterKernels[prefix]
 	case col.kernel == "auto":
-		gname, c, keep, sure = topk.Choice(b.dev.Info(), batch, n, true)
+		gname, c, keep, sure, groups = topk.Choice(b.dev.Info(), batch, n, true)
 	default:
 		return b.kern[name], b.kern[name+"/instrumented"], nil
 	}
 	cfg := b.clusterConfig(prefix, c, n)
 	cfg.Scores, cfg.MbarrierRounds, cfg.KeepOver, cfg.SureSet = col.kernelScores().ScoreType(), col.mbar, keep, col.sure
-	if prefix == "gfallback" {
-		cfg.Groups = b.o.groups
-	}
+	cfg.Groups = groups
 	if col.kernel == "auto" {
-		cfg = topk.ChoiceConfig(cfg, c, keep, sure) // the selector's kernel, as it generates it
+		cfg = topk.ChoiceConfig(cfg, c, keep, sure, groups) // the selector's kernel, as it generates it
 	}
 	if prefix == "floor" && (cfg.Validate() != nil || !gen.FitsCluster(gname, cfg)) {
 		return nil, nil, nil
@@ -736,12 +755,25 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 		return nil, nil, err
 	}
 	if cfg.Groups > 1 && batch*cfg.Groups > k.MaxActiveClusters {
-		return nil, nil, nil // its clusters would wait for clusters not yet resident
+		if col.kernel != "auto" {
+			return nil, nil, nil // its clusters would wait for clusters not yet resident
+		}
+		// The selector's choice there: one cluster a row.
+		cfg.Groups = 0
+		if k, err = b.clusterKernel(gname, cfg); err != nil {
+			return nil, nil, err
+		}
 	}
+	b.groups[k] = cfg.Groups
 	if b.o.phases && prefix != "floor" && !col.pages {
 		cfg.Instrument = true
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
 			return nil, nil, fmt.Errorf("instrumented: %w", err)
+		}
+		if cfg.Groups > 1 && batch*cfg.Groups > ik.MaxActiveClusters {
+			ik = nil // no phases where the instrumented kernel's clusters are not all resident
+		} else {
+			b.groups[ik] = cfg.Groups
 		}
 	}
 	return k, ik, nil
@@ -790,10 +822,16 @@ func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time
 // dependent launch with -dependent.
 func (b *bencher) launch(k *runtime.Kernel, rows int, args *ptx.Args) error {
 	per := k.Contract.Cluster
-	if k.Contract.Param("workspace") != nil {
-		// A gfallback kernel: its clusters wait for each other, all
+	g, ok := b.groups[k]
+	if !ok && k.Contract.Param("workspace") != nil {
+		// Launched with a grid other than its groups' clusters, a row's
+		// first cluster would wait for the others for ever.
+		return fmt.Errorf("gvrbench: %s: a kernel with rows shared by clusters, launched without its groups", k)
+	}
+	if g > 1 {
+		// Rows shared by clusters, which wait for each other: all
 		// resident at once.
-		return k.LaunchCooperative(b.st, rows*per*b.o.groups, args, b.o.dependent)
+		return k.LaunchCooperative(b.st, rows*per*g, args, b.o.dependent)
 	}
 	if b.o.dependent {
 		return k.LaunchDependent(b.st, rows*per, args)

@@ -339,27 +339,32 @@ const tuneMargin = 0.02
 // N, the cluster size of a gvr_topk_cluster column (cgvrC), or 0 for
 // gvr_topk, whether it keeps a long row's excess's high vectors (a +keep
 // column), and whether a predicted step runs the fallback of that shape
-// instead (fallback, cfallbackC: the prediction unused), by cold and
-// graph-replayed medians under tuneMargin: the fewest SMs, among the same
-// SMs no keep before the keep and the prediction before the fallback. The
+// instead (fallback, cfallbackC: the prediction unused), and how many
+// clusters share each row (gfallbackCxG: the fallback, G clusters of C a
+// row), by cold and graph-replayed medians under tuneMargin: the fewest
+// SMs, among the same SMs no keep before the keep and the prediction
+// before the fallback. The
 // keep counts only where it beats its kernel and cluster size without it,
 // and the fallback only where it is faster than the GVR kernels of its
-// cluster size (with the keep and without) in both modes, by more than the
-// margin in one. Each option is timed as the selector runs it: with the
+// cluster size (with the keep and without; a row shared by clusters, than
+// every GVR kernel) in both modes, by more than the margin in one. Each option is timed as the selector runs it: with the
 // sure set where topk.SureSet's rule takes it (its +sure column, where the
-// run has one). The table keeps the choice's cold median, and a keep or
-// fallback grid only where some cell takes it.
+// run has one). The table keeps the choice's cold median, and a keep,
+// fallback or groups grid only where some cell takes it.
 func tuning(rep *Report) (*topk.Tuning, error) {
 	t := &topk.Tuning{Device: rep.Device.Name, Command: rep.Command, Date: rep.Start.Format("2006-01-02"),
 		Batches: rep.batches(), Ns: rep.ns()}
 	type option struct {
 		cluster        int // 0: one CTA per row
 		keep, fallback bool
+		groups         int // clusters a row (0: one)
 		cold, graph    float64
 	}
-	anyKeep, anyFallback := false, false
+	// sms is how many SMs an option takes a row.
+	sms := func(o option) int { return max(o.cluster, 1) * max(o.groups, 1) }
+	anyKeep, anyFallback, anyGroups := false, false, false
 	for _, b := range t.Batches {
-		var cs []int
+		var cs, gs []int
 		var ks, fs []bool
 		var us []float64
 		for _, n := range t.Ns {
@@ -391,6 +396,8 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 					o = option{fallback: true}
 				case prefix == "cgvr" || prefix == "cfallback":
 					o = option{cluster: size, keep: col.keep, fallback: prefix == "cfallback"}
+				case prefix == "gfallback":
+					o = option{cluster: size, fallback: true, groups: groupsOf(col.kernel)}
 				default:
 					continue
 				}
@@ -413,7 +420,7 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 					return false
 				}
 				i := slices.IndexFunc(all, func(p option) bool {
-					return p.cluster == o.cluster && !p.keep && p.fallback == o.fallback
+					return p.cluster == o.cluster && !p.keep && p.fallback == o.fallback && p.groups == o.groups
 				})
 				return i >= 0 && !beats(o, all[i])
 			})
@@ -432,7 +439,9 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				}
 				gvr := 0
 				for _, p := range all {
-					if !p.fallback && p.cluster == o.cluster {
+					// A row shared by clusters has no GVR twin: it must
+					// beat every GVR kernel.
+					if !p.fallback && (p.cluster == o.cluster || o.groups > 1) {
 						if !costs(o, p) {
 							return true
 						}
@@ -442,6 +451,9 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				return gvr == 0
 			})
 			slices.SortStableFunc(opts, func(a, b option) int {
+				if sms(a) != sms(b) {
+					return sms(a) - sms(b)
+				}
 				if a.cluster != b.cluster {
 					return a.cluster - b.cluster
 				}
@@ -460,11 +472,11 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 				least = min(least, worse(o))
 			}
 			best := opts[slices.IndexFunc(opts, func(o option) bool { return worse(o) <= least*(1+tuneMargin) })]
-			cs, ks, fs = append(cs, best.cluster), append(ks, best.keep), append(fs, best.fallback)
+			cs, ks, fs, gs = append(cs, best.cluster), append(ks, best.keep), append(fs, best.fallback), append(gs, best.groups)
 			us = append(us, math.Round(best.cold*10)/10)
-			anyKeep, anyFallback = anyKeep || best.keep, anyFallback || best.fallback
+			anyKeep, anyFallback, anyGroups = anyKeep || best.keep, anyFallback || best.fallback, anyGroups || best.groups > 1
 		}
-		t.Cluster, t.Keep, t.Fallback = append(t.Cluster, cs), append(t.Keep, ks), append(t.Fallback, fs)
+		t.Cluster, t.Keep, t.Fallback, t.Groups = append(t.Cluster, cs), append(t.Keep, ks), append(t.Fallback, fs), append(t.Groups, gs)
 		t.MedianUS = append(t.MedianUS, us)
 	}
 	if !anyKeep {
@@ -472,6 +484,9 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 	}
 	if !anyFallback {
 		t.Fallback = nil
+	}
+	if !anyGroups {
+		t.Groups = nil
 	}
 	return t, t.Check()
 }
@@ -543,6 +558,9 @@ func writeTuningFile(path string, t *topk.Tuning) error {
 	}
 	if t.Fallback != nil {
 		err = errors.Join(err, grid("fallback", len(t.Fallback), func(i int) any { return t.Fallback[i] }, false))
+	}
+	if t.Groups != nil {
+		err = errors.Join(err, grid("groups", len(t.Groups), func(i int) any { return t.Groups[i] }, false))
 	}
 	err = errors.Join(err, grid("median_us", len(t.MedianUS), func(i int) any { return t.MedianUS[i] }, true))
 	if err != nil {

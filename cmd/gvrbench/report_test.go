@@ -489,3 +489,54 @@ func TestStepTable(t *testing.T) {
 		}
 	}
 }
+
+// TestTuningGroups: a row shared by clusters (gfallbackCxG) is chosen
+// where it is the fastest by the rule, as the fallback it is (it beats
+// the GVR kernels of its cluster size), and the table's Groups grid says
+// how many clusters; elsewhere the grid is 0, and without any such cell
+// there is none.
+func TestTuningGroups(t *testing.T) {
+	if p, c := clusterOf("gfallback16x4"); p != "gfallback" || c != 16 || groupsOf("gfallback16x4+mbar") != 0 || groupsOf(parseColumn("gfallback16x4+mbar").kernel) != 4 {
+		t.Fatalf("gfallback16x4: prefix %q, cluster %d, groups %d", p, c, groupsOf(parseColumn("gfallback16x4+mbar").kernel))
+	}
+	r := &Report{Command: "gvrbench -tune x", Start: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC),
+		Device: Device{Name: "GPU"}, Kernels: []string{"gvr", "cgvr16+mbar", "cfallback16+mbar", "gfallback8x8+mbar", "gfallback16x4+mbar"}}
+	add := func(b, n int, kernel string, cold, graph float64) {
+		r.Timings = append(r.Timings, Timing{Batch: b, N: n, Mode: "cold", Kernel: kernel, MedianUS: cold},
+			Timing{Batch: b, N: n, Mode: "graph", Kernel: kernel, MedianUS: graph})
+	}
+	add(1, 262144, "gvr", 36, 33)
+	add(1, 262144, "cgvr16+mbar", 10.6, 7.9)
+	add(1, 262144, "cfallback16+mbar", 10.4, 7.8)  // within the margin: the prediction
+	add(1, 262144, "gfallback8x8+mbar", 12.8, 9.3) // slower: not taken
+	add(1, 262144, "gfallback16x4+mbar", 12.1, 9.4)
+	add(1, 1048576, "gvr", 108, 100)
+	add(1, 1048576, "cgvr16+mbar", 17.4, 14.0)
+	add(1, 1048576, "cfallback16+mbar", 16.8, 13.9)
+	add(1, 1048576, "gfallback8x8+mbar", 15.4, 10.6)
+	add(1, 1048576, "gfallback16x4+mbar", 14.6, 11.0) // the same SMs, faster cold, slower graph-replayed: within neither
+	tu, err := tuning(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(tu.Cluster, tu.Groups, tu.Fallback) != "[[16 8]] [[0 8]] [[false true]]" {
+		t.Errorf("cluster %v, groups %v, fallback %v; want [[16 8]] [[0 8]] [[false true]]", tu.Cluster, tu.Groups, tu.Fallback)
+	}
+	// The file reads back as the same table, groups included.
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := writeTuningFile(path, tu); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back topk.Tuning
+	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(*tu) {
+		t.Errorf("read back %+v (%v), wrote %+v:\n%s", back, err, *tu, raw)
+	}
+	r.Kernels = r.Kernels[:3]
+	if tu, err = tuning(r); err != nil || tu.Groups != nil {
+		t.Errorf("without gfallback columns: groups %v (%v), want none", tu.Groups, err)
+	}
+}
