@@ -35,7 +35,9 @@
 // histogram. Each block is short and says why it is correct; a kernel reads
 // like the paper's phases. The "combine across the CTA" steps are kept
 // separate, and the cluster Top-K kernels run the same phases over their
-// slices with those steps combining across the cluster instead.
+// slices with those steps combining across the cluster instead; where
+// several clusters share a row (Config.Groups, groups.go), across every
+// CTA of them, through a workspace in global memory.
 //
 // The Top-K kernels (gvr.go, and a file per phase: phase1_stats.go,
 // phase2_search.go, phase3_collect.go, phase4_refine.go) follow the GVR
