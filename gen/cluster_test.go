@@ -243,19 +243,7 @@ func TestClusterGroupsShareWorkspace(t *testing.T) {
 		if _, err := k.p.Run(mem, emu.Launch{Grid: [3]int{grid}, Args: args, CoResident: true, RaceCheck: true, Seed: uint64(launch)}); err != nil {
 			t.Fatalf("launch %d (%v): %v", launch, k.k.Config, err)
 		}
-		idx, err := mem.ReadI32s(outIdx, len(cs)*K)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vals, err := mem.ReadF32s(outVals, len(cs)*K)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var is [][]int32
-		var vs [][]float32
-		for r := range cs {
-			is, vs = append(is, idx[r*K:(r+1)*K]), append(vs, vals[r*K:(r+1)*K])
-		}
+		is, vs := readRows(t, mem, outIdx, outVals, len(cs), K)
 		checkRows(t, fmt.Sprintf("launch %d (%v)", launch, k.k.Config), cs, K, is, vs)
 		checkWorkspace(t, mem, ws, k.k.Config, len(cs), launch+1)
 	}

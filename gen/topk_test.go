@@ -326,21 +326,8 @@ func launchRows(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 	if err != nil {
 		t.Fatalf("%s (%v): %v", k.Name, k.Config, err)
 	}
-	idx, err := mem.ReadI32s(outIdx, len(cs)*K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := mem.ReadF32s(outVals, len(cs)*K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var is [][]int32
-	var vs [][]float32
+	is, vs := readRows(t, mem, outIdx, outVals, len(cs), K)
 	var ss [][]byte
-	for r := range cs {
-		is = append(is, idx[r*K:(r+1)*K])
-		vs = append(vs, vals[r*K:(r+1)*K])
-	}
 	if stats != 0 {
 		raw, err := mem.Read(stats, len(cs)*gen.StatsBytes)
 		if err != nil {
@@ -351,6 +338,23 @@ func launchRows(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 		}
 	}
 	return is, vs, ss
+}
+
+// readRows reads rows rows of K output indices and values.
+func readRows(t testing.TB, mem *emu.Memory, outIdx, outVals uint64, rows, K int) (is [][]int32, vs [][]float32) {
+	t.Helper()
+	idx, err := mem.ReadI32s(outIdx, rows*K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := mem.ReadF32s(outVals, rows*K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range rows {
+		is, vs = append(is, idx[r*K:(r+1)*K]), append(vs, vals[r*K:(r+1)*K])
+	}
+	return is, vs
 }
 
 // checkWorkspace checks what a kernel with Config.Groups leaves in each

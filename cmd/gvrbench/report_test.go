@@ -150,14 +150,7 @@ func TestTuning(t *testing.T) {
 	if fmt.Sprint(tu.Cluster) != fmt.Sprint(want) || fmt.Sprint(tu.MedianUS) != "[[12 17.4 13.1] [12 17.4 13.1] [13 25 60.4]]" {
 		t.Errorf("tuning: cluster %v (want %v), medians %v", tu.Cluster, want, tu.MedianUS)
 	}
-	path := filepath.Join(t.TempDir(), "t.json")
-	if err := writeTuningFile(path, tu); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := writeBack(t, tu)
 	var back topk.Tuning
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatalf("%v:\n%s", err, raw)
@@ -231,13 +224,7 @@ func TestTuning(t *testing.T) {
 	if fmt.Sprint(tk.Cluster) != fmt.Sprint(want) || fmt.Sprint(tk.Keep) != fmt.Sprint(wantKeep) || tk.MedianUS[2][2] != 42.3 {
 		t.Errorf("tuning with the keep: cluster %v keep %v medians %v; want %v, %v", tk.Cluster, tk.Keep, tk.MedianUS, want, wantKeep)
 	}
-	if err := writeTuningFile(path, tk); err != nil {
-		t.Fatal(err)
-	}
-	raw, err = os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw = writeBack(t, tk)
 	back = topk.Tuning{}
 	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(*tk) {
 		t.Errorf("read back %+v (%v), wrote %+v", back, err, *tk)
@@ -290,12 +277,7 @@ func TestTuning(t *testing.T) {
 		fmt.Sprint(tf.MedianUS) != "[[11.5 16 13.1] [11.9 16.9 13.1] [13 25 60.4]]" {
 		t.Errorf("tuning with the fallbacks: cluster %v fallback %v medians %v; want %v, %v", tf.Cluster, tf.Fallback, tf.MedianUS, wantFB, wantFallback)
 	}
-	if err := writeTuningFile(path, tf); err != nil {
-		t.Fatal(err)
-	}
-	if raw, err = os.ReadFile(path); err != nil {
-		t.Fatal(err)
-	}
+	raw = writeBack(t, tf)
 	back = topk.Tuning{}
 	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(*tf) {
 		t.Errorf("read back %+v (%v), wrote %+v", back, err, *tf)
@@ -523,14 +505,7 @@ func TestTuningGroups(t *testing.T) {
 		t.Errorf("cluster %v, groups %v, fallback %v; want [[16 8]] [[0 8]] [[false true]]", tu.Cluster, tu.Groups, tu.Fallback)
 	}
 	// The file reads back as the same table, groups included.
-	path := filepath.Join(t.TempDir(), "t.json")
-	if err := writeTuningFile(path, tu); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := writeBack(t, tu)
 	var back topk.Tuning
 	if err := json.Unmarshal(raw, &back); err != nil || fmt.Sprint(back) != fmt.Sprint(*tu) {
 		t.Errorf("read back %+v (%v), wrote %+v:\n%s", back, err, *tu, raw)
@@ -539,4 +514,18 @@ func TestTuningGroups(t *testing.T) {
 	if tu, err = tuning(r); err != nil || tu.Groups != nil {
 		t.Errorf("without gfallback columns: groups %v (%v), want none", tu.Groups, err)
 	}
+}
+
+// writeBack writes tu as -tune does and returns the file's bytes.
+func writeBack(t *testing.T, tu *topk.Tuning) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := writeTuningFile(path, tu); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

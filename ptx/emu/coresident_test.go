@@ -195,14 +195,7 @@ func TestCoResidentSpinForever(t *testing.T) {
 		p := e.Pred()
 		e.Setp(p, ptx.EQ, cid, ptx.Imm(1))
 		e.If(p, func() {
-			got := e.Reg(ptx.B64)
-			e.DoWhile(func() {
-				e.Atom(ptx.SpaceGlobal, "or", got, ptx.At(out, 0), ptx.Imm(0))
-			}, func() ptx.Pred {
-				q := e.Pred()
-				e.Setp(q, ptx.EQ, got, ptx.Imm(0))
-				return q
-			})
+			spinWhileZero(e, out)
 		})
 	})
 	for _, seed := range seeds[:3] {
@@ -227,14 +220,7 @@ func TestCoResidentDeadlock(t *testing.T) {
 		c1 := e.Pred()
 		e.Setp(c1, ptx.EQ, cid, ptx.Imm(1))
 		e.If(c1, func() {
-			got := e.Reg(ptx.B64)
-			e.DoWhile(func() {
-				e.Atom(ptx.SpaceGlobal, "or", got, ptx.At(out, 0), ptx.Imm(0))
-			}, func() ptx.Pred {
-				q := e.Pred()
-				e.Setp(q, ptx.EQ, got, ptx.Imm(0))
-				return q
-			})
+			spinWhileZero(e, out)
 			e.Exit()
 		})
 		r1 := e.Pred()
@@ -372,4 +358,17 @@ func TestSpinInstructions(t *testing.T) {
 	if o := mustReadU32s(t, mem, oa, 8); !slices.Equal(o, []uint32{7, 5, 2, 1, 3, 113, 1, 2}) {
 		t.Errorf("out %v, want [7 5 2 1 3 113 1 2]", o)
 	}
+}
+
+// spinWhileZero emits a loop that polls the 64-bit word at out (atom.or
+// with 0) until it is not zero.
+func spinWhileZero(e *ptx.Entry, out ptx.Reg) {
+	got := e.Reg(ptx.B64)
+	e.DoWhile(func() {
+		e.Atom(ptx.SpaceGlobal, "or", got, ptx.At(out, 0), ptx.Imm(0))
+	}, func() ptx.Pred {
+		q := e.Pred()
+		e.Setp(q, ptx.EQ, got, ptx.Imm(0))
+		return q
+	})
 }
