@@ -300,8 +300,7 @@ func TestSelectorChoice(t *testing.T) {
 					name, c, keep, sure, groups := Choice(d.Info(), rows, n, step == 1)
 					if always && step == 1 {
 						name = strings.Replace(name, "topk_fallback", "gvr_topk", 1)
-						if groups > 1 { // the GVR kernel has one cluster a row
-							_, c, keep, sure, _ = Choice(d.Info(), rows, n, false)
+						if groups > 1 { // the GVR kernel of that cluster size, one cluster a row
 							groups, keep, sure = 0, false, SureSet(n, c)
 						}
 					}
