@@ -106,7 +106,8 @@ const rowsMaxN = 4096
 // FuzzTopKRows decodes a row from data (enc and length: see
 // fuzzcase.RowFromBytes) and a prediction from pred, and runs the kernels
 // at rowsConfigs[cfg % len] against the reference (the cluster kernels
-// where the target has clusters, in clusters of 2 holding 512 elements).
+// where the target has clusters, in clusters of 2 holding 512 elements,
+// and topk_fallback_cluster with each row shared by two of them too).
 func FuzzTopKRows(f *testing.F) {
 	// The seeds are testdata/fuzz/FuzzTopKRows.
 	f.Fuzz(func(t *testing.T, cfg, enc uint8, length uint16, data, pred []byte) {
@@ -117,19 +118,28 @@ func FuzzTopKRows(f *testing.F) {
 		cs := []testCase{{name: "fuzz", x: x, pred: fuzzcase.PredFromBytes(pred)}}
 		for _, name := range fuzzcase.Kernels {
 			c := c
+			configs := []gen.Config{c}
 			if gen.IsClusterKernel(name) {
 				if !c.Target.Has(ptx.FeatCluster) {
 					continue
 				}
 				c.Cluster, c.MaxN = 2, 512
+				configs = []gen.Config{c}
+				if name == "topk_fallback_cluster" {
+					shared := c
+					shared.Groups, shared.MbarrierRounds = 2, true
+					configs = append(configs, shared)
+				}
 			}
-			l, err := fuzzcase.Load(name, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			idx, vals := launch(t, l.Program, l.Kernel, cs, true)
-			if err := topk.Check(x, c.K, c.Sorted, idx[0], vals[0]); err != nil {
-				t.Fatalf("%s (%v): n=%d, prediction %v: %v\nknownFailures key: %s", name, c, len(x), cs[0].pred, err, key)
+			for _, c := range configs {
+				l, err := fuzzcase.Load(name, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				idx, vals := launch(t, l.Program, l.Kernel, cs, true)
+				if err := topk.Check(x, c.K, c.Sorted, idx[0], vals[0]); err != nil {
+					t.Fatalf("%s (%v): n=%d, prediction %v: %v\nknownFailures key: %s", name, c, len(x), cs[0].pred, err, key)
+				}
 			}
 		}
 	})

@@ -1024,7 +1024,13 @@ func TestPageTableOutput(t *testing.T) {
 // interpreter, with the race checker.
 func runRows(t *testing.T, p *emu.Program, k *gen.Kernel, mem *emu.Memory, args *ptx.Args, rows int) {
 	t.Helper()
-	if _, err := p.Run(mem, emu.Launch{Grid: [3]int{rows * k.Launch.Cluster}, Args: args, RaceCheck: true}); err != nil {
+	l := emu.Launch{Grid: [3]int{rows * k.Launch.Cluster}, Args: args, RaceCheck: true}
+	if k.Launch.Param("workspace") != nil { // rows shared by clusters: all of them resident
+		args.Set("workspace", mem.Alloc(rows*gen.GroupWorkspaceBytes(k.Config), 128))
+		l.Grid[0] *= k.Config.Groups
+		l.CoResident = true
+	}
+	if _, err := p.Run(mem, l); err != nil {
 		t.Fatalf("%s (%v): %v", k.Name, k.Config, err)
 	}
 }
@@ -1195,8 +1201,10 @@ func testWindows(t *testing.T, d topk.DType) {
 }
 
 // servingKernels are the kernels the serving-contract tests run: gvr_topk
-// with gvr, topk_fallback with sorted output, topk_radix, and
-// gvr_topk_cluster in clusters of c holding maxN; all on gvr's score type.
+// with gvr, topk_fallback with sorted output, topk_radix,
+// gvr_topk_cluster in clusters of c holding maxN, and
+// topk_fallback_cluster with each row shared by two such clusters; all on
+// gvr's score type.
 func servingKernels(gvr gen.Config, c, maxN int) []struct {
 	name string
 	cfg  gen.Config
@@ -1206,10 +1214,12 @@ func servingKernels(gvr gen.Config, c, maxN int) []struct {
 	sorted, cluster := plain, plain
 	sorted.Sorted = true
 	cluster.Cluster, cluster.MaxN = c, maxN
+	shared := cluster
+	shared.Groups, shared.MbarrierRounds = 2, true
 	return []struct {
 		name string
 		cfg  gen.Config
-	}{{"gvr_topk", gvr}, {"topk_fallback", sorted}, {"topk_radix", plain}, {"gvr_topk_cluster", cluster}}
+	}{{"gvr_topk", gvr}, {"topk_fallback", sorted}, {"topk_radix", plain}, {"gvr_topk_cluster", cluster}, {"topk_fallback_cluster", shared}}
 }
 
 // TestDenseBatch: a null lengths pointer is a dense batch, every row
@@ -1220,6 +1230,8 @@ func servingKernels(gvr gen.Config, c, maxN int) []struct {
 func TestDenseBatch(t *testing.T) {
 	clusterCfg := cfgK16
 	clusterCfg.Cluster, clusterCfg.MaxN = 2, 128 // past MaxN the slices read global memory
+	sharedCfg := clusterCfg
+	sharedCfg.Groups = 2
 	for _, tc := range []struct {
 		name string
 		cfg  gen.Config
@@ -1229,6 +1241,7 @@ func TestDenseBatch(t *testing.T) {
 		{"gvr_topk", cfgK16, 41},      // held: n <= MaxCandidates
 		{"topk_fallback", cfgK16, 11}, // shorter than K
 		{"gvr_topk_cluster", clusterCfg, 301}, {"topk_fallback_cluster", clusterCfg, 300},
+		{"topk_fallback_cluster", sharedCfg, 300}, // rows shared by two clusters
 	} {
 		t.Run(fmt.Sprintf("%s/n=%d", tc.name, tc.n), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.n), 7))
