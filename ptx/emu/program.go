@@ -187,7 +187,7 @@ func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 			st.add(cl)
 		}
 		if f != nil {
-			return st, f
+			return st, f // a *Fault in an error only where there is one
 		}
 		return st, nil
 	}
