@@ -22,8 +22,9 @@ type cta struct {
 
 	smem *smem
 
-	cluster int // CTAs per cluster of a cluster kernel (perCluster); 0 otherwise
-	groups  int // clusters a row (perGroups; Config.Groups); 0 or 1: one
+	cluster int     // CTAs per cluster of a cluster kernel (perCluster); 0 otherwise
+	groups  int     // clusters a row (perGroups; Config.Groups); 0 or 1: one
+	group   ptx.Reg // u32 this cluster's part of its row (groupID), once worked out
 	// clusterSynced: the wait half of the slice's cluster barrier is
 	// emitted already (syncCluster), so awaitSlice leaves it out.
 	clusterSynced bool
@@ -54,12 +55,14 @@ func (c *cta) perCluster(size int) {
 func (c *cta) perGroups(n int) { c.groups = n }
 
 // groupID is this cluster's part of its row (perGroups): %clusterid.x
-// mod the groups.
+// mod the groups, worked out at its first use.
 func (c *cta) groupID() ptx.Reg {
-	g := c.u32()
-	c.e.Mov(g, ptx.ClusterIDX)
-	c.e.Rem(g, g, ptx.Imm(int64(c.groups)))
-	return g
+	if c.group.T == ptx.TypeInvalid {
+		c.group = c.u32()
+		c.e.Mov(c.group, ptx.ClusterIDX)
+		c.e.Rem(c.group, c.group, ptx.Imm(int64(c.groups)))
+	}
+	return c.group
 }
 
 const warpSize = 32

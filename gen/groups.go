@@ -143,16 +143,21 @@ func (t *topk) groupTotals(cta []ptx.Reg) (tot, below, own []ptx.Reg) {
 		// Lane l polls the CTAs l, l+32, ...: all their words at once a
 		// try, so that a try costs one round trip.
 		type polled struct {
-			slot ptx.Reg
-			in   ptx.Pred
-			x    []ptx.Reg
-			at   ptx.Reg
+			slot        ptx.Reg
+			in          ptx.Pred
+			before, own ptx.Pred // the CTA is before this one; in this cluster
+			x           []ptx.Reg
+			at          ptx.Reg
 		}
 		var ps []polled
 		for k := 0; k*warpSize < parts; k++ {
 			p := polled{slot: t.u32()}
 			e.Add(p.slot, t.lane, ptx.Imm(int64(k*warpSize)))
 			p.in = t.setp(ptx.LT, p.slot, ptx.Imm(int64(parts)))
+			p.before = t.setp(ptx.LT, p.slot, gp.part)
+			g := t.u32()
+			e.Div(g, p.slot, ptx.Imm(int64(C)))
+			p.own = t.setp(ptx.EQ, g, gp.g)
 			p.at = t.u64()
 			e.MulWide(p.at, p.slot, ptx.Imm(int64(exchangeVals*8)))
 			e.Add(p.at, p.at, slots)
@@ -189,10 +194,8 @@ func (t *topk) groupTotals(cta []ptx.Reg) (tot, below, own []ptx.Reg) {
 				v := t.u32()
 				e.Cvt(v, p.x[i])
 				e.Add(sums[0], sums[0], v)
-				e.Guarded(t.setp(ptx.LT, p.slot, gp.part), func() { e.Add(sums[1], sums[1], v) })
-				g := t.u32()
-				e.Div(g, p.slot, ptx.Imm(int64(C)))
-				e.Guarded(t.setp(ptx.EQ, g, gp.g), func() { e.Add(sums[2], sums[2], v) })
+				e.Guarded(p.before, func() { e.Add(sums[1], sums[1], v) })
+				e.Guarded(p.own, func() { e.Add(sums[2], sums[2], v) })
 			}
 			for s, v := range sums {
 				r := t.warpReduce("add", v)

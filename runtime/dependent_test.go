@@ -100,7 +100,7 @@ func TestLaunchDependent(t *testing.T) {
 	for i := range uint32(20) {
 		must(t, slow.Launch(s, ctas, aArgs.Set("value", uint64(100+i))))
 		must(t, d.bind())
-		err := launchDependent(late.fn, ctas, late.Contract.Block, late.Contract.SharedBytes, s.handle(), lateArgs.Pointers())
+		err := launchEx(late.fn, ctas, late.Contract.Block, late.Contract.SharedBytes, s.handle(), lateArgs.Pointers(), true, false)
 		d.unbind()
 		must(t, err)
 		must(t, s.Synchronize())

@@ -196,12 +196,6 @@ func maxActiveClusters(fn cu.Function, cluster, block, smem int) (int, error) {
 	return int(n), err
 }
 
-// launchDependent launches fn as a programmatic dependent launch
-// (gvrLaunchEx).
-func launchDependent(fn cu.Function, grid, block, smem int, s cu.Stream, args []unsafe.Pointer) error {
-	return launchEx(fn, grid, block, smem, s, args, true, false)
-}
-
 // launchEx launches fn as gvrLaunchEx does. Every argument is 64 bits (the
 // kernel ABI); their values are copied to C memory, which cgo requires of
 // what the driver reads through pointers.

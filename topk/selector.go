@@ -102,9 +102,12 @@ func NewSelector(cfg Config) (*Selector, error) {
 	}
 	kcfg := cfg.kernelConfig(t)
 	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: deviceOf(dev.Info())}
-	for _, c := range s.choices() {
-		kc := ChoiceConfig(kcfg, c.cluster, c.keep, c.sure, c.groups)
-		k, err := Kernel(dev, c.name, kc)
+	choices, groupRows := s.choices()
+	if groupRows > 0 { // the same for every kernel: it depends on MaxCandidates alone
+		s.groupRows, s.workBytes = groupRows, groupRows*gen.GroupWorkspaceBytes(kcfg)
+	}
+	for _, c := range choices {
+		k, err := Kernel(dev, c.name, ChoiceConfig(kcfg, c.cluster, c.keep, c.sure, c.groups))
 		if err != nil && c.cluster > 0 && errors.Is(err, gen.ErrSharedMemory) {
 			continue // cfg leaves no room for a slice of the row: one CTA per row
 		}
@@ -112,9 +115,6 @@ func NewSelector(cfg Config) (*Selector, error) {
 			return nil, fmt.Errorf("topk: NewSelector: %w", err)
 		}
 		s.kernels[c] = &loaded{k, k.Args()}
-		if c.groups > 1 {
-			s.workBytes = max(s.workBytes, s.groupRows*gen.GroupWorkspaceBytes(kc))
-		}
 	}
 	if err := s.allocate(); err != nil {
 		s.free()
@@ -126,9 +126,10 @@ func NewSelector(cfg Config) (*Selector, error) {
 // choices are the kernels choose may pick for this selector's steps: the
 // single-CTA pair, and the kernels (cluster sizes, the keep, the sure set)
 // its device's tuning (or rule) picks for up to MaxRows rows of any
-// length.
-func (s *Selector) choices() []choice {
-	out := []choice{{kernelGVR, 0, false, false, 0}, {kernelFallback, 0, false, false, 0}}
+// length, rows shared by clusters or not; and groupRows, the most rows a
+// choice shares rows at (0: none).
+func (s *Selector) choices() (out []choice, groupRows int) {
+	out = []choice{{kernelGVR, 0, false, false, 0}, {kernelFallback, 0, false, false, 0}}
 	seen := map[choice]bool{out[0]: true, out[1]: true}
 	for rows := 1; ; rows = min(2*rows, s.cfg.MaxRows) {
 		for n := 1024; n <= 1<<30; n *= 2 {
@@ -140,13 +141,13 @@ func (s *Selector) choices() []choice {
 						out = append(out, c)
 					}
 					if c.groups > 1 {
-						s.groupRows = max(s.groupRows, rows)
+						groupRows = max(groupRows, rows)
 					}
 				}
 			}
 		}
 		if rows == s.cfg.MaxRows {
-			return out
+			return out, groupRows
 		}
 	}
 }
