@@ -3,6 +3,7 @@
 package topk
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -28,13 +29,23 @@ func slowCopy(t *testing.T, d *runtime.Device, spin int64) *runtime.Kernel {
 // one's prediction), eagerly and replayed from a graph captured at the
 // first predicted step: exact, and
 // the same as a plain selector's. Without the kernels' wait they would
-// read the previous step's rows.
+// read the previous step's rows. Two shapes: four rows of 70000, and one
+// row of about 1M, which the H100's tuning shares between several
+// clusters (a cooperative launch with the programmatic serialization).
 func TestDependentLaunch(t *testing.T) {
 	d := gpu(t)
 	if d.Info().Major < 9 {
 		t.Skipf("%v: programmatic dependent launch needs compute capability 9.0", d)
 	}
-	const rows, steps, stride = 4, 8, 70000
+	for _, c := range []struct{ rows, stride, start int }{{4, 70000, 30000}, {1, 1048573, 1048573 - 20}} {
+		t.Run(fmt.Sprintf("%dx%d", c.rows, c.stride), func(t *testing.T) { dependentLaunch(t, d, c.rows, c.stride, c.start) })
+	}
+}
+
+// dependentLaunch is TestDependentLaunch on rows rows of stride floats,
+// whose lengths grow from start + 7001*row.
+func dependentLaunch(t *testing.T, d *runtime.Device, rows, stride, start int) {
+	const steps = 8
 	cfg := Config{MaxRows: rows, Values: true, Device: d}
 	plainSel, err := NewSelector(cfg)
 	must(t, err)
@@ -59,8 +70,8 @@ func TestDependentLaunch(t *testing.T) {
 	plainScores := alloc(t, d, 4*rows*stride)
 	traj := make([]*Decode, rows)
 	for r := range traj {
-		start := 30000 + 7001*r
-		traj[r] = NewDecode(start, start+steps, 0, uint64(300+r))
+		first := start + 7001*r
+		traj[r] = NewDecode(first, first+steps, 0, uint64(300+r))
 	}
 	// One step of sel on scores: the copy into them, then the selection.
 	step := func(sel *Selector, dst *runtime.Buffer) (Result, error) {
@@ -108,6 +119,9 @@ func TestDependentLaunch(t *testing.T) {
 			if !slices.Equal(idx, pi) || !slices.Equal(math32bits(vals), math32bits(pv)) {
 				t.Fatalf("%s, step %d: dependent launches (%s) and plain ones (%s) differ", name, s, res.Kernel, plain.Kernel)
 			}
+		}
+		if s == steps-1 {
+			t.Logf("last step: %s, cluster %d, groups %d", eager.Kernel, eager.Cluster, eager.Groups)
 		}
 	}
 }
