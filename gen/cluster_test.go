@@ -185,6 +185,9 @@ func TestClusterGroups(t *testing.T) {
 			for _, mbar := range []bool{false, true} {
 				cfg.MbarrierRounds = mbar
 				p, k := load(t, "topk_fallback_cluster", cfg)
+				if k.Launch.Cooperative != tc.C*tc.G {
+					t.Fatalf("the contract's Cooperative is %d, want the row's %d CTAs", k.Launch.Cooperative, tc.C*tc.G)
+				}
 				checkSchedules(t, r, cs, "topk_fallback_cluster", p, k, nil, nil)
 			}
 		})

@@ -98,7 +98,9 @@ type Config struct {
 	// cluster of a launch must be resident at once, or the launch never
 	// ends: the caller launches it cooperatively
 	// (runtime.Kernel.LaunchCooperative) with rows*Cluster*Groups CTAs
-	// (any other grid never ends either; perf notes 138, 164).
+	// (any other grid never ends either; perf notes 138, 164). Its launch
+	// contract says so (ptx.Launch.Cooperative = Cluster*Groups), and
+	// runtime and the interpreter refuse any other launch.
 	Groups int
 }
 

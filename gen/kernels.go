@@ -140,6 +140,11 @@ func finish(name string, cfg Config, m *ptx.Module, c *cta) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Groups > 1 {
+		// A row's clusters wait for each other's counts and candidates
+		// through the workspace (groups.go): the text cannot say so.
+		l.Cooperative = cfg.Groups * cfg.Cluster
+	}
 	return &Kernel{Name: name, Config: cfg, Module: m, Launch: l}, nil
 }
 

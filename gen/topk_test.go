@@ -308,13 +308,13 @@ func launchRows(t testing.TB, p *emu.Program, k *gen.Kernel, cs []testCase, race
 		args.Set("stats", stats)
 	}
 	launch := emu.Launch{Grid: [3]int{len(cs) * k.Launch.Cluster}, Args: args, RaceCheck: race, Seed: seed}
-	if k.Launch.Param("workspace") != nil {
+	if g := k.Launch.Cooperative; g > 0 {
 		// Clusters sharing a row (Config.Groups) wait for each other: all
 		// resident at once. Two launches on one workspace: the second's
 		// tags are past the first's.
 		ws := mem.Alloc(len(cs)*gen.GroupWorkspaceBytes(k.Config), 128)
 		args.Set("workspace", ws)
-		launch.Grid[0] *= k.Config.Groups
+		launch.Grid[0] = len(cs) * g
 		launch.CoResident = true
 		if _, err := p.Run(mem, launch); err != nil {
 			t.Fatalf("%s (%v), first launch: %v", k.Name, k.Config, err)
@@ -1025,9 +1025,9 @@ func TestPageTableOutput(t *testing.T) {
 func runRows(t *testing.T, p *emu.Program, k *gen.Kernel, mem *emu.Memory, args *ptx.Args, rows int) {
 	t.Helper()
 	l := emu.Launch{Grid: [3]int{rows * k.Launch.Cluster}, Args: args, RaceCheck: true}
-	if k.Launch.Param("workspace") != nil { // rows shared by clusters: all of them resident
+	if g := k.Launch.Cooperative; g > 0 { // rows shared by clusters: all of them resident
 		args.Set("workspace", mem.Alloc(rows*gen.GroupWorkspaceBytes(k.Config), 128))
-		l.Grid[0] *= k.Config.Groups
+		l.Grid[0] = rows * g
 		l.CoResident = true
 	}
 	if _, err := p.Run(mem, l); err != nil {

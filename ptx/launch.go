@@ -27,6 +27,15 @@ type Launch struct {
 	// so it may be launched programmatically dependent on the kernel
 	// before it: it touches no memory before that kernel has ended.
 	WaitsFirst bool
+	// Cooperative is how many CTAs of the grid wait for each other
+	// beyond their cluster (spinning on global memory another cluster
+	// writes), a whole number of clusters; 0: none do. The text cannot
+	// say it, so LaunchOf leaves it 0 and the generator sets it. Such a
+	// kernel's grid is a whole number of these groups, and it is launched
+	// cooperatively, every CTA resident at once: launched plainly, the
+	// CTAs resident first could spin for ones that cannot start until
+	// they end.
+	Cooperative int
 }
 
 // MaxPortableCluster is the largest cluster every sm_90+ device schedules
@@ -117,6 +126,9 @@ func (l Launch) Check() error {
 	if l.SharedBytes < 0 {
 		bad("%d bytes of shared memory", l.SharedBytes)
 	}
+	if l.Cooperative < 0 || l.Cluster > 0 && l.Cooperative%l.Cluster != 0 {
+		bad("cooperative groups of %d CTAs: must be a whole number of clusters of %d", l.Cooperative, l.Cluster)
+	}
 	seen := map[string]bool{}
 	for _, p := range l.Params {
 		switch {
@@ -164,8 +176,11 @@ func (l Launch) String() string {
 		}
 	}
 	w := ""
+	if l.Cooperative > 0 {
+		w = fmt.Sprintf(", cooperative in groups of %d CTAs", l.Cooperative)
+	}
 	if l.WaitsFirst {
-		w = ", waits first for the kernel before it (griddepcontrol.wait)"
+		w += ", waits first for the kernel before it (griddepcontrol.wait)"
 	}
 	return fmt.Sprintf("%s(%s): %d threads per CTA%s, %d B dynamic shared memory%s",
 		l.Entry, strings.Join(ps, ", "), l.Block, c, l.SharedBytes, w)

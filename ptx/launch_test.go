@@ -128,6 +128,14 @@ func TestLaunchCheck(t *testing.T) {
 	if err := ok.Check(); err != nil {
 		t.Fatalf("a good contract: %v", err)
 	}
+	coop := ok
+	coop.Cluster, coop.Cooperative = 4, 12
+	if err := coop.Check(); err != nil {
+		t.Errorf("a cooperative contract, groups of 3 clusters: %v", err)
+	}
+	if s := coop.String(); !strings.Contains(s, "cooperative in groups of 12 CTAs") {
+		t.Errorf("a cooperative contract reads %q: its groups are not said", s)
+	}
 	for _, c := range []struct {
 		edit func(*Launch)
 		want string
@@ -139,6 +147,8 @@ func TestLaunchCheck(t *testing.T) {
 		{func(l *Launch) { l.Cluster = 17; l.NonPortableCluster = true }, "cluster of 17"},
 		{func(l *Launch) { l.Cluster = 16 }, "NonPortableCluster = false"},
 		{func(l *Launch) { l.SharedBytes = -1 }, "-1 bytes"},
+		{func(l *Launch) { l.Cooperative = -4 }, "cooperative groups of -4"},
+		{func(l *Launch) { l.Cluster = 4; l.Cooperative = 6 }, "cooperative groups of 6 CTAs: must be a whole number of clusters of 4"},
 		{func(l *Launch) { l.Params = append(l.Params, Param{Name: "p", T: U32}) }, "declared twice"},
 		{func(l *Launch) { l.Params = append(l.Params, Param{T: U32}) }, "without a name"},
 		{func(l *Launch) { l.Params = append(l.Params, Param{Name: "q", T: U16}) }, "32- or 64-bit"},

@@ -238,7 +238,8 @@ func (k *Kernel) LaunchDependent(s *Stream, grid int, a *ptx.Args) error {
 // A kernel whose CTAs or clusters wait for each other through global
 // memory needs it: launched plainly, the ones resident first could spin
 // for others that wait for them to end, whenever other work holds part of
-// the device.
+// the device. Such a kernel says so in its contract (ptx.Launch's
+// Cooperative), and Launch and LaunchDependent refuse it.
 func (k *Kernel) LaunchCooperative(s *Stream, grid int, a *ptx.Args, dependent bool) error {
 	return k.launch(s, grid, a, dependent, true)
 }
@@ -268,6 +269,16 @@ func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent, cooperative
 	}
 	if grid%l.Cluster != 0 {
 		return fmt.Errorf("gvr/runtime: launch of %s: %d CTAs are not a whole number of clusters of %d", l.Entry, grid, l.Cluster)
+	}
+	if c := l.Cooperative; c > 0 {
+		// Launched plainly, or with a group cut short, its first CTAs would
+		// spin for ones that never come: the stream would never drain.
+		if !cooperative {
+			return fmt.Errorf("gvr/runtime: launch of %s: its CTAs wait for each other in groups of %d: launch it with LaunchCooperative", l.Entry, c)
+		}
+		if grid%c != 0 {
+			return fmt.Errorf("gvr/runtime: launch of %s: %d CTAs are not a whole number of cooperative groups of %d", l.Entry, grid, c)
+		}
 	}
 	if err := s.check(k.dev); err != nil {
 		return err

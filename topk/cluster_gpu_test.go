@@ -185,7 +185,9 @@ func TestAdversarialCluster(t *testing.T) {
 // rows, from empty rows to rows past what the clusters hold, at every
 // cluster size, with and without mbarrier rounds, in batches as large as
 // stay resident, launch after launch on one workspace (each launch's
-// rounds tagged with the row's generation).
+// rounds tagged with the row's generation). A plain launch, or a grid
+// that cuts a row's clusters short, is refused before anything runs
+// (either would never end).
 func TestAdversarialGroups(t *testing.T) {
 	d := gpu(t)
 	if d.Info().Major < 9 {
@@ -213,6 +215,10 @@ func TestAdversarialGroups(t *testing.T) {
 			K := cfg.K
 			work := alloc(t, d, batch*gen.GroupWorkspaceBytes(cfg))
 			must(t, work.Memset32(nil, 0))
+			if got := k.Contract.Cooperative; got != cc.C*cc.G {
+				t.Fatalf("the contract's Cooperative is %d, want %d", got, cc.C*cc.G)
+			}
+			refused(t, k, work, cc.C, cc.G)
 			lengths := []int{0, 1, K - 1, K, K + 1, 3*cc.C*cc.G + 1, 5000, 65537, 300001}
 			rng := rand.New(rand.NewPCG(uint64(cc.C), uint64(cc.G)))
 			checked := 0
@@ -578,4 +584,31 @@ func testSelectWindows(t *testing.T, stride int) {
 			t.Errorf("Select(bad windows): %v, want an error with %q", err, bad.want)
 		}
 	}
+}
+
+// refused: the grouped kernel k (clusters of c, g a row) launched plainly,
+// or cooperatively with one cluster fewer than a row needs, is refused by
+// runtime before anything is queued.
+func refused(t *testing.T, k *runtime.Kernel, work *runtime.Buffer, c, g int) {
+	t.Helper()
+	d := work.Device()
+	x := alloc(t, d, 4*8192)
+	out := alloc(t, d, 4*2*2048)
+	args := k.Args().Set("scores", x.Ptr()).Set("row_stride", uint64(8192)).Set("lengths", 0).
+		Set("out_idx", out.Ptr()).Set("out_vals", 0).Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0).
+		Set("out_count", 0).Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0).
+		Set("workspace", work.Ptr())
+	for _, l := range []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"plain", k.Launch(nil, c*g, args), "LaunchCooperative"},
+		{"a row's clusters cut short", k.LaunchCooperative(nil, c*(g-1), args, false), "cooperative groups"},
+	} {
+		if l.err == nil || !strings.Contains(l.err.Error(), l.want) {
+			t.Errorf("%s launch of %d clusters of %d a row: error %v, want one that says %q", l.what, g, c, l.err, l.want)
+		}
+	}
+	must(t, d.Synchronize())
 }

@@ -355,12 +355,12 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 		launch = k.LaunchDependent
 	}
 	grid := b.Rows * k.Contract.Cluster
-	if c.groups > 1 {
-		// Its clusters wait for each other: all resident at once, by a
-		// cooperative launch (which fails rather than queue some of them
-		// behind the others).
+	if g := k.Contract.Cooperative; g > 0 {
+		// Rows shared by clusters, which wait for each other: all resident
+		// at once, by a cooperative launch (which fails rather than queue
+		// some of them behind the others).
 		args.Set("workspace", l.work.Ptr())
-		grid *= c.groups
+		grid = b.Rows * g
 		launch = func(st *runtime.Stream, grid int, a *ptx.Args) error {
 			return k.LaunchCooperative(st, grid, a, s.cfg.DependentLaunch)
 		}

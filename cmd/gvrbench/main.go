@@ -293,8 +293,7 @@ type bencher struct {
 	flush      *runtime.Buffer
 	kern       map[string]*runtime.Kernel // by kernel name, and name+"/instrumented"
 	rep        *Report
-	workspace  *runtime.Buffer         // the kernels' whose rows clusters share (gen.GroupWorkspaceBytes a row), zero before the first launch
-	groups     map[*runtime.Kernel]int // those kernels' clusters a row
+	workspace  *runtime.Buffer // the kernels' whose rows clusters share (gen.GroupWorkspaceBytes a row), zero before the first launch
 }
 
 func bench(o options, progress io.Writer) (*Report, error) {
@@ -327,7 +326,6 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer b.flush.Free()
-	b.groups = make(map[*runtime.Kernel]int)
 	if slices.ContainsFunc(o.kernels, func(k string) bool { k = parseColumn(k).kernel; return groupsOf(k) > 0 || k == "auto" }) {
 		// One workspace for every such kernel (its size and layout
 		// depend on MaxCandidates alone): the selector's choice (auto)
@@ -764,7 +762,6 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 			return nil, nil, err
 		}
 	}
-	b.groups[k] = cfg.Groups
 	if b.o.phases && prefix != "floor" && !col.pages {
 		cfg.Instrument = true
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
@@ -772,8 +769,6 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 		}
 		if cfg.Groups > 1 && batch*cfg.Groups > ik.MaxActiveClusters {
 			ik = nil // no phases where the instrumented kernel's clusters are not all resident
-		} else {
-			b.groups[ik] = cfg.Groups
 		}
 	}
 	return k, ik, nil
@@ -822,16 +817,10 @@ func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time
 // dependent launch with -dependent.
 func (b *bencher) launch(k *runtime.Kernel, rows int, args *ptx.Args) error {
 	per := k.Contract.Cluster
-	g, ok := b.groups[k]
-	if !ok && k.Contract.Param("workspace") != nil {
-		// Launched with a grid other than its groups' clusters, a row's
-		// first cluster would wait for the others for ever.
-		return fmt.Errorf("gvrbench: %s: a kernel with rows shared by clusters, launched without its groups", k)
-	}
-	if g > 1 {
+	if c := k.Contract.Cooperative; c > 0 {
 		// Rows shared by clusters, which wait for each other: all
 		// resident at once.
-		return k.LaunchCooperative(b.st, rows*per*g, args, b.o.dependent)
+		return k.LaunchCooperative(b.st, rows*c, args, b.o.dependent)
 	}
 	if b.o.dependent {
 		return k.LaunchDependent(b.st, rows*per, args)

@@ -372,3 +372,31 @@ func spinWhileZero(e *ptx.Entry, out ptx.Reg) {
 		return q
 	})
 }
+
+// A contract whose CTAs wait for each other in groups (ptx.Launch's
+// Cooperative) runs only co-resident and on whole groups, as a driver
+// launches it only cooperatively: run one cluster after another, or with
+// a group cut short, it would spin until its step budget.
+func TestCooperativeContract(t *testing.T) {
+	p := clusterKernel(t, 2, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {})
+	l, err := p.Contract("k", 64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Cooperative = 4
+	for _, c := range []struct {
+		grid int
+		co   bool
+		want string // "": runs
+	}{
+		{8, false, "groups of 4 (the contract's Cooperative): run it CoResident"},
+		{6, true, "not a whole number of cooperative groups of 4 CTAs"},
+		{8, true, ""},
+	} {
+		mem := NewMemory()
+		_, err := p.Run(mem, Launch{Grid: [3]int{c.grid}, Args: l.Args().Set("out", mem.Alloc(8, 0)), CoResident: c.co})
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("grid %d, co-resident %v: error %v, want %q", c.grid, c.co, err, c.want)
+		}
+	}
+}

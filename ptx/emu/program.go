@@ -310,6 +310,16 @@ func (k *kernel) prepare(mem *Memory, l Launch) (*launchState, error) {
 			return nil, bad("grid %v is not a whole number of clusters of %d CTAs (%v)", ls.grid, c.Cluster, ls.cshape)
 		}
 	}
+	if n := c.Cooperative; n > 0 {
+		// As a driver refuses such a kernel a grid that cannot be resident:
+		// run one cluster after another, it would spin until FaultSteps.
+		if !l.CoResident {
+			return nil, bad("its CTAs wait for each other in groups of %d (the contract's Cooperative): run it CoResident", n)
+		}
+		if ctas := ls.grid[0] * ls.grid[1] * ls.grid[2]; ctas%n != 0 {
+			return nil, bad("grid %v is not a whole number of cooperative groups of %d CTAs", ls.grid, n)
+		}
+	}
 	if e := k.entry; e.ExplicitCluster && e.ReqNCTAPerCluster[0] == 0 {
 		return nil, bad(".explicitcluster without .reqnctapercluster: a launch contract has no cluster dimensions of its own")
 	}
