@@ -59,14 +59,24 @@ func goFile(k *gen.Kernel, pkg, name, ptxFile string, args []string) ([]byte, er
 		}
 		params[i] = jen.Values(d)
 	}
-	f.Var().Id(name).Op("=").Qual(ptxPkg, "Launch").Values(jen.Dict{
+	contract := jen.Dict{
 		jen.Id("Entry"):              jen.Lit(l.Entry),
 		jen.Id("Block"):              jen.Lit(l.Block),
 		jen.Id("Cluster"):            jen.Lit(l.Cluster),
 		jen.Id("NonPortableCluster"): jen.Lit(l.NonPortableCluster),
 		jen.Id("SharedBytes"):        jen.Lit(l.SharedBytes),
 		jen.Id("Params"):             jen.Index().Qual(ptxPkg, "Param").Values(params...),
-	})
+	}
+	// Only where set, so that other kernels' files stay as they were: a
+	// runtime launcher refuses LaunchDependent without WaitsFirst, and
+	// anything but LaunchCooperative with Cooperative.
+	if l.WaitsFirst {
+		contract[jen.Id("WaitsFirst")] = jen.True()
+	}
+	if l.Cooperative > 0 {
+		contract[jen.Id("Cooperative")] = jen.Lit(l.Cooperative)
+	}
+	f.Var().Id(name).Op("=").Qual(ptxPkg, "Launch").Values(contract)
 	var b bytes.Buffer
 	if err := f.Render(&b); err != nil {
 		return nil, fmt.Errorf("rendering the Go file: %w", err)

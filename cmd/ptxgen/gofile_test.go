@@ -39,6 +39,24 @@ func TestGoFile(t *testing.T) {
 	if _, err := os.Stat(ptxFile); err != nil {
 		t.Errorf("the PTX file: %v", err)
 	}
+	if strings.Contains(string(src), "WaitsFirst") || strings.Contains(string(src), "Cooperative") {
+		t.Errorf("the radix kernel's contract says WaitsFirst or Cooperative:\n%s", src)
+	}
+
+	// A contract's launch kind: a kernel that waits first for the one
+	// before it, and one whose clusters wait for each other.
+	grouped := filepath.Join(dir, "grouped.go")
+	if status, _, errs := ptxgen(t, "-kernel", "topk_fallback_cluster", "-arch", "sm_90", "-k", "256", "-cluster", "2", "-groups", "3",
+		"-dependent-launch", "-o", filepath.Join(dir, "grouped.ptx"), "-go", grouped, "-package", "k", "-name", "Grouped"); status != 0 {
+		t.Fatalf("grouped: status %d: %s", status, errs)
+	}
+	src, _ = os.ReadFile(grouped)
+	words := strings.Join(strings.Fields(string(src)), " ") // gofmt aligns the values
+	for _, want := range []string{"WaitsFirst: true,", "Cooperative: 6,"} {
+		if !strings.Contains(words, want) {
+			t.Errorf("the grouped kernel's Go file lacks %q:\n%s", want, src)
+		}
+	}
 
 	// The default package is the directory's, the default name the kernel's.
 	sub := filepath.Join(dir, "topk")

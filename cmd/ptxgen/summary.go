@@ -97,7 +97,11 @@ func summarize(k *gen.Kernel, issued []int64, n int) string {
 	fmt.Fprintf(&b, "kernel %s: %s\n", k.Name, k.Doc)
 	fmt.Fprintf(&b, "config: %v\n", k.Config)
 	fmt.Fprintf(&b, "target: %s, PTX ISA %v\n", m.Target.Name, m.Version)
-	fmt.Fprintf(&b, "launch: %d threads per CTA\n", k.Launch.Block)
+	fmt.Fprintf(&b, "launch: %d threads per CTA", k.Launch.Block)
+	if c := k.Launch.Cooperative; c > 0 {
+		fmt.Fprintf(&b, ", launched cooperatively (its groups of %d CTAs wait for each other)", c)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "shared memory: %d bytes dynamic", k.Launch.SharedBytes)
 	static := 0
 	for _, v := range m.Vars {
