@@ -25,7 +25,7 @@ func randomParams(r *rand.Rand) Params {
 // on a skip, and the decoder reaches every kernel and target.
 func TestCaseAlwaysValid(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	kernels, targets := map[string]bool{}, map[string]bool{}
+	kernels, targets, groups := map[string]bool{}, map[string]bool{}, map[int]bool{}
 	for i := range 20000 {
 		p := randomParams(r)
 		if i%2 == 1 {
@@ -41,10 +41,10 @@ func TestCaseAlwaysValid(t *testing.T) {
 		if c.N < 0 || c.N > InterpMaxN || c.Lead < 0 || c.Lead > 3 {
 			t.Fatalf("%v: n or lead out of range", c)
 		}
-		kernels[c.Kernel], targets[c.Config.Target.Name] = true, true
+		kernels[c.Kernel], targets[c.Config.Target.Name], groups[max(c.Config.Groups, 1)] = true, true, true
 	}
-	if len(kernels) != len(Kernels) || len(targets) != len(Targets) {
-		t.Errorf("reached kernels %v and targets %v", kernels, targets)
+	if len(kernels) != len(Kernels) || len(targets) != len(Targets) || len(groups) != 5 {
+		t.Errorf("reached kernels %v, targets %v and groups %v (want 1 to 5)", kernels, targets, groups)
 	}
 }
 

@@ -115,7 +115,12 @@ func RunEmu(p *emu.Program, k *gen.Kernel, b Batch, race bool) (Output, error) {
 		scores = mem.AllocU16s(b.Scores16)
 	}
 	args := b.Set(k.Launch.Args(), scores, mem.AllocI32s(b.Lengths), mem.AllocI32s(b.Pred), outIdx, outVals)
-	_, err := p.Run(mem, emu.Launch{Grid: [3]int{b.Rows() * k.Launch.Cluster}, Args: args, RaceCheck: race})
+	l := emu.Launch{Grid: [3]int{b.Rows() * k.Launch.Cluster}, Args: args, RaceCheck: race}
+	if g := k.Launch.Cooperative; g > 0 { // a row shared by clusters, which wait for each other
+		args.Set("workspace", mem.Alloc(b.Rows()*gen.GroupWorkspaceBytes(k.Config), 128))
+		l.Grid[0], l.CoResident = b.Rows()*g, true
+	}
+	_, err := p.Run(mem, l)
 	if err != nil {
 		return Output{}, err
 	}
