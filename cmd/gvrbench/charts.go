@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -205,6 +206,26 @@ func passesChart(rs []Replay) *plot.Plot {
 // the report saved there: WriteComparison) and, with charts set, writes
 // its charts there.
 func fromReport(path, charts, compare, tune string, stdout io.Writer) error {
+	if paths := strings.Split(path, ","); len(paths) > 1 {
+		if tune == "" {
+			return fmt.Errorf("-from %s: several reports are read only with -tune", path)
+		}
+		// The kernel choice of several saved -tune runs: each cell's
+		// median over the runs' medians.
+		var runs []*Report
+		for _, p := range paths {
+			r, err := readReport(p)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+		}
+		r, err := mergeRuns(runs)
+		if err != nil {
+			return fmt.Errorf("-from %s: %w", path, err)
+		}
+		return writeTuning(tune, r)
+	}
 	r, err := readReport(path)
 	if err != nil {
 		return err

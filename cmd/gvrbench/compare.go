@@ -143,3 +143,62 @@ func (r *Report) writePhaseComparison(w io.Writer, base *Report) {
 	fmt.Fprintln(w, " | steps")
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }
+
+// mergeRuns is several runs of one measurement (the same device model,
+// K, kernels and cells) as one report: each cell's median is the median
+// of the runs' (for an even number of runs, the mean of the middle two),
+// its p10 and minimum the lowest and its p90 the highest of the runs',
+// its samples their sum; the mismatches are every run's. A table tuned on
+// it (-tune) chooses by cells that one run's noise does not flip: one
+// -tune run flips near-ties (perf notes 130, 165).
+func mergeRuns(runs []*Report) (*Report, error) {
+	first := runs[0]
+	type cell struct {
+		batch, n     int
+		mode, kernel string
+	}
+	byCell := map[cell][]Timing{}
+	for i, r := range runs {
+		if r.Device.Name != first.Device.Name || r.K != first.K || !slices.Equal(r.Kernels, first.Kernels) {
+			return nil, fmt.Errorf("run %d (%s, K = %d, %d kernels) is not a run of run 1's measurement (%s, K = %d, %d kernels)",
+				i+1, r.Device.Name, r.K, len(r.Kernels), first.Device.Name, first.K, len(first.Kernels))
+		}
+		if len(r.Timings) != len(first.Timings) {
+			return nil, fmt.Errorf("run %d has %d timings, run 1 %d", i+1, len(r.Timings), len(first.Timings))
+		}
+		for _, t := range r.Timings {
+			c := cell{t.Batch, t.N, t.Mode, t.Kernel}
+			if len(byCell[c]) != i {
+				return nil, fmt.Errorf("run %d times batch %d, N %d, %s, %s twice or not in run 1", i+1, t.Batch, t.N, t.Mode, t.Kernel)
+			}
+			byCell[c] = append(byCell[c], t)
+		}
+	}
+	m := *first
+	m.Command = fmt.Sprintf("%s (each cell the median over %d runs)", first.Command, len(runs))
+	m.Timings, m.Phases, m.Mismatches = nil, nil, nil
+	for _, t := range first.Timings {
+		ts := byCell[cell{t.Batch, t.N, t.Mode, t.Kernel}]
+		if len(ts) != len(runs) {
+			return nil, fmt.Errorf("batch %d, N %d, %s, %s: timed in %d of %d runs", t.Batch, t.N, t.Mode, t.Kernel, len(ts), len(runs))
+		}
+		meds := make([]float64, len(ts))
+		t.Samples = 0
+		for i, x := range ts {
+			meds[i] = x.MedianUS
+			t.P10US, t.P90US, t.MinUS = min(t.P10US, x.P10US), max(t.P90US, x.P90US), min(t.MinUS, x.MinUS)
+			t.Samples += x.Samples
+		}
+		slices.Sort(meds)
+		h := len(meds) / 2
+		t.MedianUS = meds[h]
+		if len(meds)%2 == 0 {
+			t.MedianUS = (meds[h-1] + meds[h]) / 2
+		}
+		m.Timings = append(m.Timings, t)
+	}
+	for _, r := range runs {
+		m.Mismatches = append(m.Mismatches, r.Mismatches...)
+	}
+	return &m, nil
+}

@@ -15,7 +15,7 @@ func main() {
 	from := fs.String("from", "", "print the report saved in `file` (gvrbench -o) and, with -charts, draw it")
 	charts := fs.String("charts", "", "write charts (SVG and PNG) into `dir`")
 	compare := fs.String("compare", "", "print the -from report's medians against those of the report in `file`")
-	tune := fs.String("tune", "", "write the kernel choice of the -from report (a -tune run's -o) to `file`")
+	tune := fs.String("tune", "", "write the kernel choice of the -from report (a -tune run's -o; several, comma-separated: each cell's median over them) to `file`")
 	fs.Parse(os.Args[1:])
 	if *from != "" {
 		if err := fromReport(*from, *charts, *compare, *tune, os.Stdout); err != nil {

@@ -529,3 +529,82 @@ func writeBack(t *testing.T, tu *topk.Tuning) []byte {
 	}
 	return raw
 }
+
+// TestMergeRuns: -from a.json,b.json,c.json -tune chooses by each cell's
+// median over the runs, so that one run's outlier does not flip a cell;
+// runs of another measurement, or with a cell missing, are refused, and
+// several reports without -tune too.
+func TestMergeRuns(t *testing.T) {
+	run := func(gvr, cgvr []float64) *Report {
+		r := &Report{Command: "gvrbench -tune x", Start: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC),
+			Device: Device{Name: "GPU"}, K: 2048, Kernels: []string{"gvr", "cgvr16+mbar"}}
+		for i, mode := range []string{"cold", "graph"} {
+			r.Timings = append(r.Timings, Timing{Batch: 1, N: 65536, Mode: mode, Kernel: "gvr", MedianUS: gvr[i], P10US: gvr[i] - 1, P90US: gvr[i] + 1, MinUS: gvr[i] - 2, Samples: 20},
+				Timing{Batch: 1, N: 65536, Mode: mode, Kernel: "cgvr16+mbar", MedianUS: cgvr[i], P10US: cgvr[i], P90US: cgvr[i], MinUS: cgvr[i], Samples: 20})
+		}
+		return r
+	}
+	// Run 2 is an outlier where the cluster loses; the median keeps it.
+	runs := []*Report{run([]float64{18, 15}, []float64{10, 7}), run([]float64{17, 14}, []float64{19, 16}), run([]float64{19, 16}, []float64{11, 8})}
+	m, err := mergeRuns(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(m.median(1, 65536, "cold", "gvr"), m.median(1, 65536, "graph", "cgvr16+mbar")); got != "18 8" {
+		t.Errorf("medians %s, want 18 8", got)
+	}
+	if tm := m.Timings[0]; tm.P10US != 16 || tm.P90US != 20 || tm.MinUS != 15 || tm.Samples != 60 {
+		t.Errorf("gvr cold merged as %+v: want p10 16, p90 20, min 15, 60 samples", tm)
+	}
+	if !strings.Contains(m.Command, "median over 3 runs") {
+		t.Errorf("command %q does not say it is merged", m.Command)
+	}
+	tu, err := tuning(m)
+	if err != nil || fmt.Sprint(tu.Cluster) != "[[16]]" {
+		t.Errorf("tuned on the merged runs: %v (%v), want [[16]]", tu, err)
+	}
+	if tu, err := tuning(runs[1]); err != nil || fmt.Sprint(tu.Cluster) != "[[0]]" {
+		t.Errorf("tuned on the outlier alone: %v (%v), want [[0]]", tu, err)
+	}
+	// Two runs: the mean of the two.
+	if m, err := mergeRuns(runs[:2]); err != nil || m.median(1, 65536, "cold", "cgvr16+mbar") != 14.5 {
+		t.Errorf("two runs: %v", err)
+	}
+
+	other := run([]float64{18, 15}, []float64{10, 7})
+	other.Device.Name = "Other GPU"
+	short := run([]float64{18, 15}, []float64{10, 7})
+	short.Timings = short.Timings[:3]
+	dup := run([]float64{18, 15}, []float64{10, 7})
+	dup.Timings[3] = dup.Timings[0]
+	for name, r := range map[string]*Report{"another device": other, "a cell missing": short, "a cell twice": dup} {
+		if _, err := mergeRuns([]*Report{runs[0], r}); err == nil {
+			t.Errorf("%s: merged", name)
+		}
+	}
+
+	dir := t.TempDir()
+	var paths []string
+	for i, r := range runs {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("r%d.json", i)))
+		if err := os.WriteFile(paths[i], raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := strings.Join(paths, ",")
+	out := filepath.Join(dir, "t.json")
+	if err := fromReport(from, "", "", out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(raw), "median over 3 runs") {
+		t.Errorf("the table written from three runs: %v\n%s", err, raw)
+	}
+	if err := fromReport(from, "", "", "", io.Discard); err == nil || !strings.Contains(err.Error(), "only with -tune") {
+		t.Errorf("several reports without -tune: %v", err)
+	}
+}
