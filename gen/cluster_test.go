@@ -174,12 +174,17 @@ func TestClusterTopK(t *testing.T) {
 // what they hold, and every path (short rows, the exact path); each row's
 // workspace counts its launches and is left ready for the next.
 func TestClusterGroups(t *testing.T) {
+	// Warps of one: the leader's threads gather the other clusters'
+	// candidates in several turns each.
+	narrow := gen.Config{K: 256, MaxCandidates: 768, BlockSize: 32, Bins: 32, Target: ptx.SM90}
 	for _, tc := range []struct {
+		base          gen.Config
 		C, G, maxN, n int
-	}{{2, 2, 512, 300}, {4, 2, 512, 1000}, {2, 3, 256, 1000}, {2, 4, 128, 1000}, {4, 4, 1024, 2000}} {
-		cfg := cfgK16
+	}{{cfgK16, 2, 2, 512, 300}, {cfgK16, 4, 2, 512, 1000}, {cfgK16, 2, 3, 256, 1000}, {cfgK16, 2, 4, 128, 1000}, {cfgK16, 4, 4, 1024, 2000},
+		{narrow, 2, 4, 512, 4000}} {
+		cfg := tc.base
 		cfg.Cluster, cfg.Groups, cfg.MaxN = tc.C, tc.G, tc.maxN
-		t.Run(fmt.Sprintf("C=%d/G=%d/MaxN=%d/n=%d", tc.C, tc.G, tc.maxN, tc.n), func(t *testing.T) {
+		t.Run(fmt.Sprintf("K=%d/C=%d/G=%d/MaxN=%d/n=%d", cfg.K, tc.C, tc.G, tc.maxN, tc.n), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.C*tc.G), uint64(tc.n)))
 			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
 			for _, mbar := range []bool{false, true} {
