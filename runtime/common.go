@@ -127,3 +127,10 @@ func (e *JITError) Error() string {
 }
 
 func (e *JITError) Unwrap() error { return e.Err }
+
+// Resident reports whether grid CTAs of cluster kernel k can all be
+// resident on its device at once (MaxActiveClusters of its clusters), as a
+// cooperative launch of them needs (LaunchCooperative refuses any more).
+func (k *Kernel) Resident(grid int) bool {
+	return grid <= k.MaxActiveClusters*k.Contract.Cluster
+}

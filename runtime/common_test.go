@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gvr-go/gvr/ptx"
 )
 
 func TestTargetFor(t *testing.T) {
@@ -49,5 +51,16 @@ func TestErrors(t *testing.T) {
 	var d *DriverError
 	if !errors.As(j, &d) || d.Code != 218 {
 		t.Error("JITError does not unwrap to its DriverError")
+	}
+}
+
+// TestResident: a cooperative grid is resident when it needs at most
+// MaxActiveClusters of the kernel's clusters.
+func TestResident(t *testing.T) {
+	k := &Kernel{Contract: ptx.Launch{Cluster: 16}, MaxActiveClusters: 7}
+	for grid, want := range map[int]bool{16: true, 7 * 16: true, 8 * 16: false} {
+		if got := k.Resident(grid); got != want {
+			t.Errorf("%d CTAs in clusters of 16, 7 resident: Resident %v, want %v", grid, got, want)
+		}
 	}
 }

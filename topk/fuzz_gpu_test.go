@@ -193,7 +193,7 @@ func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) 
 	must(t, vals.Memset32(nil, fuzzcase.PoisonVal))
 	args := b.Set(kern.Args(), scores.Ptr(), lengths.Ptr(), pred.Ptr(), idx.Ptr(), vals.Ptr())
 	if g := kern.Contract.Cooperative; g > 0 {
-		if b.Rows()*g > kern.MaxActiveClusters*kern.Contract.Cluster {
+		if !kern.Resident(b.Rows() * g) {
 			return fuzzcase.Output{}, errNotResident
 		}
 		work := alloc(t, d, b.Rows()*gen.GroupWorkspaceBytes(c.Config))

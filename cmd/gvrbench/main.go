@@ -752,7 +752,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	if k, err = b.clusterKernel(gname, cfg); err != nil {
 		return nil, nil, err
 	}
-	if cfg.Groups > 1 && batch*cfg.Groups > k.MaxActiveClusters {
+	if cfg.Groups > 1 && !k.Resident(batch*k.Contract.Cooperative) {
 		if col.kernel != "auto" {
 			return nil, nil, nil // its clusters would wait for clusters not yet resident
 		}
@@ -767,7 +767,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
 			return nil, nil, fmt.Errorf("instrumented: %w", err)
 		}
-		if cfg.Groups > 1 && batch*cfg.Groups > ik.MaxActiveClusters {
+		if cfg.Groups > 1 && !ik.Resident(batch*ik.Contract.Cooperative) {
 			ik = nil // no phases where the instrumented kernel's clusters are not all resident
 		}
 	}
