@@ -193,6 +193,15 @@ func TestClusterGroups(t *testing.T) {
 				if k.Launch.Cooperative != tc.C*tc.G {
 					t.Fatalf("the contract's Cooperative is %d, want the row's %d CTAs", k.Launch.Cooperative, tc.C*tc.G)
 				}
+				// The text says so too: a kernel loaded from it alone
+				// (runtime.Device.LoadPTX) is launched cooperatively.
+				pm, err := ptx.Parse(ptx.Text(k.Module))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l, err := ptx.LaunchOf(pm, k.Name, k.Launch.SharedBytes); err != nil || l.String() != k.Launch.String() {
+					t.Fatalf("the contract from the text: %v, %v; want %v", l, err, k.Launch)
+				}
 				checkSchedules(t, r, cs, "topk_fallback_cluster", p, k, nil, nil)
 			}
 		})

@@ -133,17 +133,17 @@ func kernelModule(name string, cfg Config) (*ptx.Module, *ptx.Entry, *ptx.Var) {
 // finish builds the module and wraps it as a Kernel.
 func finish(name string, cfg Config, m *ptx.Module, c *cta) (*Kernel, error) {
 	c.e.Ret()
+	if cfg.Groups > 1 {
+		// A row's clusters wait for each other's counts and candidates
+		// through the workspace (groups.go).
+		c.e.Cooperative = cfg.Groups * cfg.Cluster
+	}
 	if err := m.Build(); err != nil {
 		return nil, err
 	}
 	l, err := ptx.LaunchOf(m, name, c.smem.size)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Groups > 1 {
-		// A row's clusters wait for each other's counts and candidates
-		// through the workspace (groups.go): the text cannot say so.
-		l.Cooperative = cfg.Groups * cfg.Cluster
 	}
 	return &Kernel{Name: name, Config: cfg, Module: m, Launch: l}, nil
 }

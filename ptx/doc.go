@@ -47,8 +47,9 @@
 // A kernel's launch contract (launch.go) is a Launch: its entry, block,
 // cluster shape, dynamic shared memory, whether it waits first for the
 // kernel before it (WaitsFirst), whether its CTAs wait for each other
-// beyond a cluster and so must be launched cooperatively (Cooperative),
-// and named, typed parameters, a
+// beyond a cluster and so must be launched cooperatively (Cooperative,
+// written as a comment line before the entry: PTX has no directive for
+// it), and named, typed parameters, a
 // pointer parameter with the alignment its accesses need (printed as
 // .ptr.global.align N, so the text declares it too; LaunchOf reads a
 // contract back from a module). Args holds one launch's arguments, set by

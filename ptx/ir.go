@@ -184,6 +184,12 @@ type Entry struct {
 	ExplicitCluster bool
 	MinNCTAPerSM    int // .minnctapersm
 	MaxNReg         int // .maxnreg
+	// Cooperative is how many CTAs of the grid wait for each other
+	// beyond a cluster (0: none; Launch.Cooperative). PTX has no
+	// directive for it: the printer writes it as a comment line before
+	// the entry (CooperativeComment) and the parser reads it back, so
+	// that a kernel loaded from its text alone is launched as it must be.
+	Cooperative int
 
 	id     uint32
 	nregs  [numRegClasses]int

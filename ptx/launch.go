@@ -29,8 +29,9 @@ type Launch struct {
 	WaitsFirst bool
 	// Cooperative is how many CTAs of the grid wait for each other
 	// beyond their cluster (spinning on global memory another cluster
-	// writes), a whole number of clusters; 0: none do. The text cannot
-	// say it, so LaunchOf leaves it 0 and the generator sets it. Such a
+	// writes), a whole number of clusters; 0: none do. LaunchOf takes it
+	// from the entry (Entry.Cooperative, which the text carries in a
+	// comment line, CooperativeComment, as PTX has no directive for it). Such a
 	// kernel's grid is a whole number of these groups, and it is launched
 	// cooperatively, every CTA resident at once: launched plainly, the
 	// CTAs resident first could spin for ones that cannot start until
@@ -60,6 +61,7 @@ func LaunchOf(m *Module, entry string, sharedBytes int) (Launch, error) {
 		}
 		l.NonPortableCluster = l.Cluster > MaxPortableCluster
 		l.WaitsFirst = waitsFirst(e)
+		l.Cooperative = e.Cooperative
 		for _, p := range e.Params {
 			l.Params = append(l.Params, *p)
 		}

@@ -11,6 +11,7 @@ func launchModule(t *testing.T) *Module {
 	e := m.NewEntry("k")
 	e.ReqNTID = Dim3{256}
 	e.ReqNCTAPerCluster = Dim3{4, 4}
+	e.Cooperative = 32
 	x := e.Param("x", U64)
 	x.PtrAlign = 16
 	e.Param("n", U32)
@@ -30,7 +31,7 @@ func TestLaunchOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Entry != "k" || l.Block != 256 || l.Cluster != 16 || !l.NonPortableCluster || l.SharedBytes != 4096 || len(l.Params) != 3 {
+	if l.Entry != "k" || l.Block != 256 || l.Cluster != 16 || !l.NonPortableCluster || l.SharedBytes != 4096 || len(l.Params) != 3 || l.Cooperative != 32 {
 		t.Fatalf("LaunchOf = %+v", l)
 	}
 	if p := l.Param("x"); p == nil || p.PtrAlign != 16 || p.T != U64 {
@@ -45,7 +46,7 @@ func TestLaunchOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl, err := LaunchOf(pm, "k", 4096)
-	if err != nil || pl.String() != l.String() {
+	if err != nil || pl.String() != l.String() || pl.Cooperative != 32 {
 		t.Errorf("from the text: %v, %v; from the module: %v", pl, err, l)
 	}
 	if _, err := LaunchOf(m, "nope", 0); err == nil || !strings.Contains(err.Error(), `no entry "nope"`) {

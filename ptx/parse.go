@@ -98,6 +98,9 @@ type parser struct {
 	versionLine int
 }
 
+// f0 is the first field of a line that has one.
+func f0(t string) string { return strings.Fields(t)[0] }
+
 // errorf is an error at the line last read.
 func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("line %d: %s", p.n, fmt.Sprintf(format, args...))
@@ -118,14 +121,26 @@ func (p *parser) module() error {
 		return err
 	}
 	seen := map[string]bool{}
+	coop := 0 // from a CooperativeComment line, for the entry after it
 	for {
 		line, ok := p.next()
 		if !ok {
 			break
 		}
 		t := strings.TrimSpace(line)
+		if n, ok := strings.CutPrefix(t, CooperativeComment); ok {
+			c, err := strconv.Atoi(strings.TrimSpace(n))
+			if err != nil || c <= 0 {
+				return p.errorf("cannot read the cooperative group in %q", t)
+			}
+			coop = c
+			continue
+		}
 		if t == "" || strings.HasPrefix(t, "//") {
 			continue
+		}
+		if coop != 0 && f0(t) != ".visible" && f0(t) != ".entry" {
+			return p.errorf("%q is not before an entry", CooperativeComment)
 		}
 		f := strings.Fields(t)
 		switch f[0] {
@@ -145,6 +160,7 @@ func (p *parser) module() error {
 			if err := p.entry(t); err != nil {
 				return err
 			}
+			p.m.Entries[len(p.m.Entries)-1].Cooperative, coop = coop, 0
 		default:
 			return p.errorf("unexpected %q at module scope", t)
 		}

@@ -22,6 +22,7 @@ func kitchenSink(t *testing.T) *Module {
 
 	e := m.NewEntry("kitchen_sink")
 	e.ReqNTID = Dim3{256}
+	e.Cooperative = 8
 	e.MinNCTAPerSM = 2
 	e.MaxNReg = 64
 	in := e.Param("in", U64)
@@ -203,6 +204,10 @@ func TestParseStructure(t *testing.T) {
 	if e.ReqNTID != (Dim3{256, 1, 1}) || e.MinNCTAPerSM != 2 || e.MaxNReg != 64 {
 		t.Errorf("directives %v %d %d", e.ReqNTID, e.MinNCTAPerSM, e.MaxNReg)
 	}
+	// The cooperative group, in a comment before its entry only.
+	if e.Cooperative != 8 || p.Entries[1].Cooperative != 0 {
+		t.Errorf("cooperative groups %d and %d, want 8 and 0", e.Cooperative, p.Entries[1].Cooperative)
+	}
 	if len(e.Params) != 3 || e.Params[0].PtrAlign != 16 || e.Params[0].T != U64 {
 		t.Errorf("params %+v", e.Params[0])
 	}
@@ -329,6 +334,9 @@ func TestParseErrors(t *testing.T) {
 		{"old version", replace(find(".version"), ".version 7.0"), "older than target"},
 		{"bad directive", replace(find(".maxnreg"), ".maxnreg x"), "cannot read directive"},
 		{"bad address", replace(add, "\tld.global.u32 \t%r1, [%rd1+x];"), "bad address offset"},
+		{"bad cooperative group", replace(find(CooperativeComment), CooperativeComment+" x"), "cannot read the cooperative group"},
+		{"no cooperative group", replace(find(CooperativeComment), CooperativeComment+" 0"), "cannot read the cooperative group"},
+		{"cooperative before a variable", replace(find(".shared"), CooperativeComment+" 4"), "is not before an entry"},
 	} {
 		_, err := Parse(tc.text)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -89,7 +89,14 @@ func dim(d Dim3) string {
 	return fmt.Sprintf("%d, %d, %d", d[0], y, z)
 }
 
+// CooperativeComment begins the comment line before an entry that gives
+// its Entry.Cooperative (the number follows it).
+const CooperativeComment = "// cooperative launch: CTAs that wait for each other, in groups of"
+
 func (p *printer) entry(e *Entry) {
+	if e.Cooperative != 0 {
+		p.printf("%s %d\n", CooperativeComment, e.Cooperative)
+	}
 	p.printf(".visible .entry %s(", e.Name)
 	for i, prm := range e.Params {
 		sep := ","

@@ -134,3 +134,29 @@ func (e *JITError) Unwrap() error { return e.Err }
 func (k *Kernel) Resident(grid int) bool {
 	return grid <= k.MaxActiveClusters*k.Contract.Cluster
 }
+
+// sameContract reports how contract l departs from what the text declares.
+func sameContract(declared, l ptx.Launch) error {
+	if len(declared.Params) != len(l.Params) {
+		return fmt.Errorf("%d parameters, the PTX declares %d", len(l.Params), len(declared.Params))
+	}
+	for i, p := range l.Params {
+		if q := declared.Params[i]; p != q {
+			return fmt.Errorf("parameter %d is %s .%s (align %d); the PTX declares %s .%s (align %d)",
+				i, p.Name, p.T.Name(), p.PtrAlign, q.Name, q.T.Name(), q.PtrAlign)
+		}
+	}
+	if declared.Block != 0 && declared.Block != l.Block {
+		return fmt.Errorf("a block of %d threads; the PTX fixes %d", l.Block, declared.Block)
+	}
+	if declared.Cluster != l.Cluster {
+		return fmt.Errorf("clusters of %d CTAs; the PTX declares %d", l.Cluster, declared.Cluster)
+	}
+	if declared.Cooperative != l.Cooperative {
+		return fmt.Errorf("cooperative groups of %d CTAs; the PTX declares %d", l.Cooperative, declared.Cooperative)
+	}
+	if l.WaitsFirst && !declared.WaitsFirst {
+		return fmt.Errorf("waits first for the kernel before it; the PTX does not start with griddepcontrol.wait")
+	}
+	return nil
+}

@@ -64,3 +64,48 @@ func TestResident(t *testing.T) {
 		}
 	}
 }
+
+// sameContract refuses a contract that departs from what the text
+// declares, the cooperative group included (the printer writes it as a
+// comment the parser reads back).
+func TestSameContract(t *testing.T) {
+	m := ptx.NewModule(ptx.SM90)
+	e := m.NewEntry("k")
+	e.ReqNTID = ptx.Dim3{128}
+	e.ReqNCTAPerCluster = ptx.Dim3{4}
+	e.Cooperative = 8
+	e.Param("x", ptx.U64).PtrAlign = 16
+	e.Ret()
+	if err := m.Build(); err != nil {
+		t.Fatal(err)
+	}
+	pm, err := ptx.Parse(ptx.Text(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := ptx.LaunchOf(pm, "k", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameContract(declared, declared); err != nil {
+		t.Errorf("the declared contract: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(l *ptx.Launch)
+		want   string
+	}{
+		{func(l *ptx.Launch) { l.Cooperative = 0 }, "cooperative groups of 0 CTAs; the PTX declares 8"},
+		{func(l *ptx.Launch) { l.Cooperative = 16 }, "cooperative groups of 16 CTAs; the PTX declares 8"},
+		{func(l *ptx.Launch) { l.Cluster = 2 }, "clusters of 2 CTAs; the PTX declares 4"},
+		{func(l *ptx.Launch) { l.Block = 64 }, "a block of 64 threads; the PTX fixes 128"},
+		{func(l *ptx.Launch) { l.WaitsFirst = true }, "waits first"},
+		{func(l *ptx.Launch) { l.Params = nil }, "0 parameters, the PTX declares 1"},
+	} {
+		l := declared
+		l.Params = append([]ptx.Param(nil), declared.Params...)
+		tc.change(&l)
+		if err := sameContract(declared, l); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one containing %q", err, tc.want)
+		}
+	}
+}
