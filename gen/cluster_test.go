@@ -180,7 +180,7 @@ func TestClusterGroups(t *testing.T) {
 	for _, tc := range []struct {
 		base          gen.Config
 		C, G, maxN, n int
-	}{{cfgK16, 2, 2, 512, 300}, {cfgK16, 4, 2, 512, 1000}, {cfgK16, 2, 3, 256, 1000}, {cfgK16, 2, 4, 128, 1000}, {cfgK16, 4, 4, 1024, 2000},
+	}{{cfgK16, 2, 2, 512, 300}, {cfgK16, 4, 2, 512, 1000}, {cfgK16, 2, 3, 256, 1000}, {cfgK16, 2, 4, 128, 1000}, {cfgK16, 4, 4, 1024, 2000}, {cfgK16, 2, 7, 128, 1700},
 		{narrow, 2, 4, 512, 4000}} {
 		cfg := tc.base
 		cfg.Cluster, cfg.Groups, cfg.MaxN = tc.C, tc.G, tc.maxN

@@ -54,7 +54,7 @@ type Params struct {
 	Fill    uint8  // the row's base values: Fills[Fill % len(Fills)]
 	Special uint8  // special values sprinkled over the row: a bit mask (Specials)
 	Pred    uint8  // gvr_topk's prediction: Preds[Pred % len(Preds)]
-	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55), KeepOver (bit 54) and, with Flags bits 6-7, Cluster (bit 53); SureSet (bit 52); with no empty rows before a nonempty row, a dense batch (bit 51: Case.Dense); topk_fallback_cluster's Groups (where Cluster >= 2, KeepOver is off and bit 50 set: 2 + bits 48-49; no SureSet then)
+	Seed    uint64 // the random source of the row and the prediction; a cluster kernel's MaxN (bits 56-63), MbarrierRounds (bit 55), KeepOver (bit 54) and, with Flags bits 6-7, Cluster (bit 53); SureSet (bit 52); with no empty rows before a nonempty row, a dense batch (bit 51: Case.Dense); topk_fallback_cluster's Groups (where Cluster >= 2, KeepOver is off and bit 50 set: 2 + bits 48-49, 3 more with bit 47: 2 to 8; no SureSet then)
 }
 
 // Args are p's fields in order: the arguments of a fuzz function that
@@ -157,9 +157,11 @@ func (p Params) Case(maxN int) (Case, error) {
 	}
 	cfg.SureSet = p.Seed>>52&1 != 0
 	if kernel == "topk_fallback_cluster" && cfg.Cluster >= 2 && !cfg.KeepOver && p.Seed>>50&1 != 0 {
-		// The row shared by 2 to 5 clusters, which do not set apart the
-		// sure candidates.
-		cfg.Groups = 2 + int(p.Seed>>48&3)
+		// The row shared by 2 to 8 clusters (gen.MaxGroups; the H100's
+		// table shares rows among up to 7), which do not set apart the
+		// sure candidates. Bit 47 came later: the corpus's cases with
+		// groups have it clear and keep theirs.
+		cfg.Groups = 2 + int(p.Seed>>48&3) + 3*int(p.Seed>>47&1)
 		cfg.SureSet = false
 	}
 	if cfg.Validate() != nil {
