@@ -311,7 +311,7 @@ func (c *compiler) mapa(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 			if generic {
 				x += genericShared
 			}
-			w.r[d][l] = x
+			w.r.at(d)[l] = x
 		}
 		return nil
 	}, nil
@@ -358,7 +358,7 @@ func (c *compiler) elect(ci *inst, in *ptx.Inst) error {
 		w.p[p] = w.p[p]&^part | 1<<leader
 		if d >= 0 {
 			for x := part; x != 0; x &= x - 1 {
-				w.r[d][bits.TrailingZeros32(x)] = uint64(leader)
+				w.r.at(d)[bits.TrailingZeros32(x)] = uint64(leader)
 			}
 		}
 	}

@@ -246,7 +246,7 @@ type fn3 func(a, b, c uint64) uint64
 
 func un(d int32, a src, f fn1) execFn {
 	return func(w *warp, m uint32) *Fault {
-		D, A := &w.r[d], w.v(a)
+		D, A := w.r.at(d), w.v(a)
 		if m == fullMask {
 			for l := range D {
 				D[l] = f(A[l])
@@ -263,7 +263,7 @@ func un(d int32, a src, f fn1) execFn {
 
 func bin(d int32, a, b src, f fn2) execFn {
 	return func(w *warp, m uint32) *Fault {
-		D, A, B := &w.r[d], w.v(a), w.v(b)
+		D, A, B := w.r.at(d), w.v(a), w.v(b)
 		if m == fullMask {
 			for l := range D {
 				D[l] = f(A[l], B[l])
@@ -280,7 +280,7 @@ func bin(d int32, a, b src, f fn2) execFn {
 
 func tern(d int32, a, b, cc src, f fn3) execFn {
 	return func(w *warp, m uint32) *Fault {
-		D, A, B, C := &w.r[d], w.v(a), w.v(b), w.v(cc)
+		D, A, B, C := w.r.at(d), w.v(a), w.v(b), w.v(cc)
 		for ; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m)
 			D[l] = f(A[l], B[l], C[l])
@@ -292,7 +292,7 @@ func tern(d int32, a, b, cc src, f fn3) execFn {
 // movFn copies a to d: the most common instruction gets no per-lane call.
 func movFn(d int32, a src) execFn {
 	return func(w *warp, m uint32) *Fault {
-		D, A := &w.r[d], w.v(a)
+		D, A := w.r.at(d), w.v(a)
 		if m == fullMask {
 			*D = *A
 			return nil
@@ -308,7 +308,7 @@ func movFn(d int32, a src) execFn {
 // addFn is integer addition modulo 2^bits, without a per-lane call.
 func addFn(d int32, a, b src, mk uint64) execFn {
 	return func(w *warp, m uint32) *Fault {
-		D, A, B := &w.r[d], w.v(a), w.v(b)
+		D, A, B := w.r.at(d), w.v(a), w.v(b)
 		if m == fullMask {
 			for l := range D {
 				D[l] = (A[l] + B[l]) & mk

@@ -156,7 +156,7 @@ func (c *compiler) mbarrierArrive(ci *inst, in *ptx.Inst, sp ptx.Space) error {
 			mb.pending -= n
 			mb.complete()
 			if d >= 0 {
-				w.r[d][l] = state
+				w.r.at(d)[l] = state
 			}
 		}
 		return nil

@@ -206,7 +206,7 @@ func (c *compiler) ld(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 				if ext[i] != 0 {
 					v = uint64(sx(v, ext[i])) & 0xFFFF
 				}
-				w.r[d][l] = v
+				w.r.at(d)[l] = v
 			}
 		}
 		return nil
@@ -233,7 +233,7 @@ func ldGlobal32(ci *inst, a addrOp, dst []int32) execFn {
 				}
 			}
 			for i, d := range dst {
-				w.r[d][l] = uint64(binary.LittleEndian.Uint32(b[4*i:]))
+				w.r.at(d)[l] = uint64(binary.LittleEndian.Uint32(b[4*i:]))
 			}
 		}
 		return nil
@@ -340,7 +340,7 @@ func (c *compiler) atom(ci *inst, in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 			old := load(mem)
 			store(mem, f(old, B[l], C[l]))
 			if d >= 0 {
-				w.r[d][l] = old
+				w.r.at(d)[l] = old
 			}
 		}
 		return nil

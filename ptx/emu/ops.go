@@ -33,7 +33,7 @@ func (c *compiler) compute(in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 		d, err := c.dst(in.Args[0])
 		return func(w *warp, m uint32) *Fault {
 			for ; m != 0; m &= m - 1 {
-				w.r[d][bits.TrailingZeros32(m)] = uint64(w.active)
+				w.r.at(d)[bits.TrailingZeros32(m)] = uint64(w.active)
 			}
 			return nil
 		}, err
@@ -98,7 +98,7 @@ func clockFn(d int32, sp ptx.Special) execFn {
 			v = uint64(uint32(v))
 		}
 		for ; m != 0; m &= m - 1 {
-			w.r[d][bits.TrailingZeros32(m)] = v
+			w.r.at(d)[bits.TrailingZeros32(m)] = v
 		}
 		return nil
 	}
@@ -577,7 +577,7 @@ func (c *compiler) selp(in *ptx.Inst, sig ptx.Sig) (execFn, error) {
 		return nil, err
 	}
 	return func(w *warp, m uint32) *Fault {
-		D, A, B, P := &w.r[d], w.v(a), w.v(b), w.pred(p, neg)
+		D, A, B, P := w.r.at(d), w.v(a), w.v(b), w.pred(p, neg)
 		for ; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m)
 			if P&(1<<l) != 0 {

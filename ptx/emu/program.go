@@ -108,8 +108,8 @@ type Launch struct {
 	// from Seed, so a warp spinning on global memory gives way to the
 	// others; each cluster keeps its own cluster barrier, mbarriers, bulk
 	// copies and race detection. It is slower than running clusters one
-	// after another, and holds every CTA's shared memory and registers at
-	// once. Without it, schedules are those of earlier versions.
+	// after another, and holds every CTA's shared memory, and the
+	// registers its warps have used, at once. Without it, schedules are those of earlier versions.
 	CoResident bool
 }
 

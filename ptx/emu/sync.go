@@ -87,7 +87,7 @@ func (c *compiler) match(ci *inst, in *ptx.Inst) error {
 		}
 		for x := part; x != 0; x &= x - 1 {
 			lane := bits.TrailingZeros32(x)
-			w.r[d][lane] = uint64(out[lane])
+			w.r.at(d)[lane] = uint64(out[lane])
 		}
 	}
 	return nil
@@ -111,7 +111,7 @@ func (c *compiler) shfl(ci *inst, in *ptx.Inst) error {
 	ci.coll = func(w *warp, part uint32) {
 		A, B, C := w.v(s[0]), w.v(s[1]), w.v(s[2])
 		a := *A // d may be a: read every source first
-		D := &w.r[d]
+		D := w.r.at(d)
 		for x := part; x != 0; x &= x - 1 {
 			lane := int32(bits.TrailingZeros32(x))
 			b, cv, seg := int32(B[lane]&31), int32(C[lane]&31), int32(C[lane]>>8&31)
@@ -157,7 +157,7 @@ func (c *compiler) vote(ci *inst, in *ptx.Inst) error {
 		ci.coll = func(w *warp, part uint32) {
 			v := uint64(w.pred(p, neg) & part)
 			for x := part; x != 0; x &= x - 1 {
-				w.r[d][bits.TrailingZeros32(x)] = v
+				w.r.at(d)[bits.TrailingZeros32(x)] = v
 			}
 		}
 		return err
@@ -251,7 +251,7 @@ func (c *compiler) redux(ci *inst, in *ptx.Inst, sig ptx.Sig) error {
 			r = nan32
 		}
 		for x := part; x != 0; x &= x - 1 {
-			w.r[d][bits.TrailingZeros32(x)] = r
+			w.r.at(d)[bits.TrailingZeros32(x)] = r
 		}
 	}
 	return nil
