@@ -378,12 +378,14 @@ func spinWhileZero(e *ptx.Entry, out ptx.Reg) {
 // launches it only cooperatively: run one cluster after another, or with
 // a group cut short, it would spin until its step budget.
 func TestCooperativeContract(t *testing.T) {
-	p := clusterKernel(t, 2, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) {})
+	p := clusterKernel(t, 2, func(m *ptx.Module, e *ptx.Entry, out, tid ptx.Reg) { e.Cooperative = 4 })
 	l, err := p.Contract("k", 64, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Cooperative = 4
+	if l.Cooperative != 4 {
+		t.Fatalf("the contract's Cooperative is %d, want the entry's 4", l.Cooperative)
+	}
 	for _, c := range []struct {
 		grid int
 		co   bool
@@ -398,5 +400,13 @@ func TestCooperativeContract(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("grid %d, co-resident %v: error %v, want %q", c.grid, c.co, err, c.want)
 		}
+	}
+	// A contract that leaves out the entry's groups is not its contract.
+	plain := l
+	plain.Cooperative = 0
+	mem := NewMemory()
+	_, err = p.Run(mem, Launch{Grid: [3]int{8}, Args: plain.Args().Set("out", mem.Alloc(8, 0)), CoResident: true})
+	if err == nil || !strings.Contains(err.Error(), "cooperative groups of 0 CTAs, the entry's are of 4") {
+		t.Errorf("a contract without the entry's cooperative groups: error %v", err)
 	}
 }

@@ -370,6 +370,9 @@ func (k *kernel) matches(c *ptx.Launch) error {
 	if c.Cluster != cluster {
 		return fmt.Errorf("clusters of %d CTAs, the entry's .reqnctapercluster makes %d", c.Cluster, cluster)
 	}
+	if c.Cooperative != e.Cooperative {
+		return fmt.Errorf("cooperative groups of %d CTAs, the entry's are of %d", c.Cooperative, e.Cooperative)
+	}
 	return nil
 }
 
