@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gvr-go/gvr/gen"
+	"github.com/gvr-go/gvr/ptx"
 	"github.com/gvr-go/gvr/runtime"
 )
 
@@ -219,6 +220,19 @@ func TestAdversarialGroups(t *testing.T) {
 				t.Fatalf("the contract's Cooperative is %d, want %d", got, cc.C*cc.G)
 			}
 			refused(t, k, work, cc.C, cc.G)
+			if cc.C == 2 && cc.G == 2 {
+				// The same kernel loaded from its text alone: the contract
+				// read there is cooperative too (the text's comment line),
+				// and refused the same way.
+				gk, err := gen.Generate("topk_fallback_cluster", cfg)
+				must(t, err)
+				pk, err := d.LoadPTX(ptx.Text(gk.Module), gk.Name, gk.Launch.SharedBytes)
+				must(t, err)
+				if got := pk.Contract.Cooperative; got != cc.C*cc.G {
+					t.Fatalf("the contract from the text alone: Cooperative %d, want %d", got, cc.C*cc.G)
+				}
+				refused(t, pk, work, cc.C, cc.G)
+			}
 			lengths := []int{0, 1, K - 1, K, K + 1, 3*cc.C*cc.G + 1, 5000, 65537, 300001}
 			rng := rand.New(rand.NewPCG(uint64(cc.C), uint64(cc.G)))
 			checked := 0
