@@ -204,23 +204,15 @@ func (t *topk) groupTotals(cta []ptx.Reg) (tot, below, own []ptx.Reg) {
 		}
 	})
 	t.sync()
-	for s := range 3 {
-		var out []ptx.Reg
+	var out [3][]ptx.Reg // the totals, belows and owns
+	for s := range out {
 		for i := range n {
 			r := t.u32()
 			e.Ld(ptx.SpaceShared, r, ptx.At(scratch, int64(4*(s*exchangeVals+i))))
-			out = append(out, r)
-		}
-		switch s {
-		case 0:
-			tot = out
-		case 1:
-			below = out
-		default:
-			own = out
+			out[s] = append(out[s], r)
 		}
 	}
-	return tot, below, own
+	return out[0], out[1], out[2]
 }
 
 // handToFirst is Phase 3's hand-over in a cluster after the row's first:

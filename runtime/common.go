@@ -135,6 +135,18 @@ func (k *Kernel) Resident(grid int) bool {
 	return grid <= k.MaxActiveClusters*k.Contract.Cluster
 }
 
+// launchKind names a launch with attributes (launchEx) by which it has:
+// one of three constants, so that naming it allocates nothing.
+func launchKind(dependent, cooperative bool, dep, coop, both string) string {
+	switch {
+	case dependent && cooperative:
+		return both
+	case cooperative:
+		return coop
+	}
+	return dep
+}
+
 // sameContract reports how contract l departs from what the text declares.
 func sameContract(declared, l ptx.Launch) error {
 	if len(declared.Params) != len(l.Params) {

@@ -265,16 +265,10 @@ func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent, cooperative
 	}
 	defer k.dev.unbind()
 	if dependent || cooperative {
-		what := "dependent"
-		if cooperative {
-			what = "cooperative"
-			if dependent {
-				what = "cooperative dependent"
-			}
-		}
 		if err := launchEx(k.fn, grid, l.Block, l.SharedBytes, s.handle(), a.Pointers(), dependent, cooperative); err != nil {
 			return fmt.Errorf("gvr/runtime: %s launch of %s (%d CTAs of %d threads, %d B shared) on %v: %w",
-				what, l.Entry, grid, l.Block, l.SharedBytes, k.dev, err)
+				launchKind(dependent, cooperative, "dependent", "cooperative", "cooperative dependent"),
+				l.Entry, grid, l.Block, l.SharedBytes, k.dev, err)
 		}
 		return nil
 	}

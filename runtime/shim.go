@@ -209,17 +209,9 @@ func launchEx(fn cu.Function, grid, block, smem int, s cu.Stream, args []unsafe.
 		vals[i] = *(*uint64)(a)
 		ptrs[i] = unsafe.Pointer(&vals[i])
 	}
-	what := "cuLaunchKernelEx("
-	if dependent {
-		what += "PROGRAMMATIC_STREAM_SERIALIZATION"
-	}
-	if cooperative {
-		if dependent {
-			what += ", "
-		}
-		what += "COOPERATIVE"
-	}
-	return check(what+")", C.gvrLaunchEx(cfunction(fn), C.uint(grid), C.uint(block), C.uint(smem), cstream(s),
+	what := launchKind(dependent, cooperative, "cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION)",
+		"cuLaunchKernelEx(COOPERATIVE)", "cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION, COOPERATIVE)")
+	return check(what, C.gvrLaunchEx(cfunction(fn), C.uint(grid), C.uint(block), C.uint(smem), cstream(s),
 		(*unsafe.Pointer)(unsafe.Pointer(&ptrs[0])), C.int(cbool(dependent)), C.int(cbool(cooperative))))
 }
 

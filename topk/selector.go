@@ -350,22 +350,19 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if l.stats != nil {
 		args.Set("stats", l.stats.Ptr())
 	}
-	launch := k.Launch
-	if s.cfg.DependentLaunch {
-		launch = k.LaunchDependent
-	}
-	grid := b.Rows * k.Contract.Cluster
-	if g := k.Contract.Cooperative; g > 0 {
+	switch g := k.Contract.Cooperative; {
+	case g > 0:
 		// Rows shared by clusters, which wait for each other: all resident
 		// at once, by a cooperative launch (which fails rather than queue
 		// some of them behind the others).
 		args.Set("workspace", l.work.Ptr())
-		grid = b.Rows * g
-		launch = func(st *runtime.Stream, grid int, a *ptx.Args) error {
-			return k.LaunchCooperative(st, grid, a, s.cfg.DependentLaunch)
-		}
+		err = k.LaunchCooperative(st, b.Rows*g, args, s.cfg.DependentLaunch)
+	case s.cfg.DependentLaunch:
+		err = k.LaunchDependent(st, b.Rows*k.Contract.Cluster, args)
+	default:
+		err = k.Launch(st, b.Rows*k.Contract.Cluster, args)
 	}
-	if err := launch(st, grid, args); err != nil {
+	if err != nil {
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
 	l.primed = true

@@ -109,7 +109,8 @@ type Launch struct {
 	// others; each cluster keeps its own cluster barrier, mbarriers, bulk
 	// copies and race detection. It is slower than running clusters one
 	// after another, and holds every CTA's shared memory, and the
-	// registers its warps have used, at once. Without it, schedules are those of earlier versions.
+	// registers its warps have used, at once. Without it, schedules are
+	// those of earlier versions.
 	CoResident bool
 }
 
@@ -173,14 +174,18 @@ func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 		}
 	}()
 	n := ls.nclusters()
+	var ids [][3]int // the clusters, in grid order
+	for z := 0; z < n[2]; z++ {
+		for y := 0; y < n[1]; y++ {
+			for x := 0; x < n[0]; x++ {
+				ids = append(ids, [3]int{x, y, z})
+			}
+		}
+	}
 	if ls.coResident {
 		var cls []*cluster
-		for z := 0; z < n[2]; z++ {
-			for y := 0; y < n[1]; y++ {
-				for x := 0; x < n[0]; x++ {
-					cls = append(cls, ls.newCluster([3]int{x, y, z}))
-				}
-			}
+		for _, id := range ids {
+			cls = append(cls, ls.newCluster(id))
 		}
 		f := ls.runTogether(cls)
 		for _, cl := range cls {
@@ -193,16 +198,12 @@ func (p *Program) Run(mem *Memory, l Launch) (st Stats, err error) {
 	}
 	// Clusters run one after another, in grid order; the CTAs of a
 	// cluster run together.
-	for z := 0; z < n[2]; z++ {
-		for y := 0; y < n[1]; y++ {
-			for x := 0; x < n[0]; x++ {
-				cl := ls.newCluster([3]int{x, y, z})
-				f := cl.run()
-				st.add(cl)
-				if f != nil {
-					return st, f
-				}
-			}
+	for _, id := range ids {
+		cl := ls.newCluster(id)
+		f := cl.run()
+		st.add(cl)
+		if f != nil {
+			return st, f
 		}
 	}
 	return st, nil
