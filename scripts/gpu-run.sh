@@ -7,7 +7,8 @@
 #            errors, a shared selector, streams, the cluster kernels and the selector's choice, two GPUs where there are two, the interpreter
 #            against the GPU, TestFuzzGPU), in groups of tests, one process each (see TOPK_GROUPS)
 #   sanitize compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
-#            gpubin/topk.test's SANITIZE_TESTS (small sizes); any reported error fails
+#            gpubin/topk.test's SANITIZE_TESTS (small sizes), then over
+#            SANITIZE_GROUP_TESTS (rows shared by clusters); any reported error fails
 #   ptxas    that machine's ptxas (CUDA 13) on gpubin/*_sm_{90,100,120}.ptx and
 #            golden/*.ptx; all must assemble, every sm_100 one included
 #   bench    gpubin/gvrbench               (the benchmark table)
@@ -22,6 +23,8 @@
 #   TESTFLAGS   extra flags for both test binaries, e.g. "-test.run Decode"
 #   GVR_FUZZ_CASES, GVR_FUZZ_SEED  TestFuzzGPU's random cases (default 200) and seed (default: the time)
 #   SANITIZE_TESTS  the topk tests the sanitize step runs (a -test.run pattern)
+#   SANITIZE_GROUP_TESTS  the topk tests of rows shared by clusters it runs after them
+#               (a -test.run pattern; empty: none)
 #   SANITIZER   the compute-sanitizer to use (default: on PATH, else /usr/local/cuda/bin/compute-sanitizer)
 #   PTXAS       the ptxas to use (default: ptxas on PATH, else /usr/local/cuda/bin/ptxas)
 set -uo pipefail
@@ -31,6 +34,7 @@ STEPS=${STEPS:-runtime topk sanitize ptxas bench}
 GVR_FUZZ_CASES=${GVR_FUZZ_CASES:-200}
 GVR_FUZZ_SEED=${GVR_FUZZ_SEED:-$(date +%s)}
 SANITIZE_TESTS=${SANITIZE_TESTS:-'^Test(Determinism|SelectHost|DecodeLoop|SharedSelector|MisalignedViews|GraphReplay|ClusterKernels)$'}
+SANITIZE_GROUP_TESTS=${SANITIZE_GROUP_TESTS-'^TestAdversarialGroups$'}
 GVR_SUITE=${GVR_SUITE:-full}
 BENCHFLAGS=${BENCHFLAGS:-}
 TESTFLAGS=${TESTFLAGS:-}
@@ -169,29 +173,39 @@ for step in $STEPS; do
     fi
     log=$OUT/sanitize.log
     : >"$log"
-    for tool in memcheck racecheck initcheck synccheck; do
-      t0=$(date +%s) tmp=$(mktemp)
-      # --error-exitcode makes a reported error fail the run even when the
-      # tests pass; the ERROR SUMMARY line is checked as well.
-      # Under synccheck a cluster of 16 (non-portable) ends in an illegal
-      # address that memcheck, racecheck and plain runs do not see (H100,
-      # CUDA 13.0): synccheck runs clusters up to 8.
-      extra=()
-      [ "$tool" != synccheck ] || extra=(-gvr.max-cluster=8)
-      (cd topk && timeout 8m "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 50 \
-        ../gpubin/topk.test -test.v -test.timeout 8m -test.run "$SANITIZE_TESTS" -gvr.suite=quick -gvr.runs=3 "${extra[@]}") >"$tmp" 2>&1
-      rc=$?
-      { echo "=== $tool (exit $rc, $(secs "$t0"))"; cat "$tmp"; } >>"$log"
-      # racecheck ends with a RACECHECK SUMMARY line, the others with ERROR SUMMARY.
-      summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$tmp" | tail -n 1)
-      tests="$(grep -cE '^ *--- PASS' "$tmp") passed, $(grep -cE '^ *--- (FAIL|SKIP)' "$tmp") failed or skipped"
-      if [ $rc -ne 0 ] || ! grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' <<<"$summary" || grep -qE '^ *--- (FAIL|SKIP)' "$tmp"; then
-        grep -E '^=========|--- FAIL|^FAIL|^panic' "$tmp" | head -n 40
-        fail "sanitize:$tool" "exit $rc, ${summary:-no ERROR SUMMARY line}, $tests (log in $log)"
-      else
-        note "sanitize: $tool: ${summary#========= }, $tests ($(secs "$t0"))"
-      fi
-      rm -f "$tmp"
+    # The grouped kernels' clusters poll each other through global memory:
+    # under racecheck a launch of clusters of 8 did not end in 150 s, where
+    # clusters of 2 and 4 took seconds (H100, CUDA 13.0; perf notes 172), so
+    # racecheck runs them in clusters of up to 4.
+    sets=("tests:$SANITIZE_TESTS")
+    [ -z "$SANITIZE_GROUP_TESTS" ] || sets+=("groups:$SANITIZE_GROUP_TESTS")
+    for set in "${sets[@]}"; do
+      name=${set%%:*} pattern=${set#*:}
+      for tool in memcheck racecheck initcheck synccheck; do
+        t0=$(date +%s) tmp=$(mktemp)
+        # --error-exitcode makes a reported error fail the run even when the
+        # tests pass; the ERROR SUMMARY line is checked as well.
+        # Under synccheck a cluster of 16 (non-portable) ends in an illegal
+        # address that memcheck, racecheck and plain runs do not see (H100,
+        # CUDA 13.0): synccheck runs clusters up to 8.
+        extra=()
+        [ "$tool" != synccheck ] || extra=(-gvr.max-cluster=8)
+        [ "$tool:$name" != racecheck:groups ] || extra=(-gvr.max-cluster=4)
+        (cd topk && timeout 8m "$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+          ../gpubin/topk.test -test.v -test.timeout 8m -test.run "$pattern" -gvr.suite=quick -gvr.runs=3 "${extra[@]}") >"$tmp" 2>&1
+        rc=$?
+        { echo "=== $tool, $name: $pattern (exit $rc, $(secs "$t0"))"; cat "$tmp"; } >>"$log"
+        # racecheck ends with a RACECHECK SUMMARY line, the others with ERROR SUMMARY.
+        summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$tmp" | tail -n 1)
+        tests="$(grep -cE '^ *--- PASS' "$tmp") passed, $(grep -cE '^ *--- (FAIL|SKIP)' "$tmp") failed or skipped"
+        if [ $rc -ne 0 ] || ! grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' <<<"$summary" || grep -qE '^ *--- (FAIL|SKIP)' "$tmp"; then
+          grep -E '^=========|--- FAIL|^FAIL|^panic' "$tmp" | head -n 40
+          fail "sanitize:$tool:$name" "exit $rc, ${summary:-no ERROR SUMMARY line}, $tests (log in $log)"
+        else
+          note "sanitize: $tool, $name: ${summary#========= }, $tests ($(secs "$t0"))"
+        fi
+        rm -f "$tmp"
+      done
     done
     ;;
   *) fail "$step" "unknown step (runtime, topk, sanitize, ptxas, bench)" ;;
