@@ -107,6 +107,15 @@ func (gp *groupPart) rowLeader(t *topk) ptx.Pred {
 // CTA's words, by relaxed loads (strong: they see the other SMs' stores,
 // from L2), until their tags are the round's, and reduces them; a CTA
 // barrier hands the sums to every thread.
+//
+// A tag is gen*256 + round + 1 in 32 bits: it holds the generation's low
+// 24 bits. No slot is cleared between launches, so a word left by a
+// launch exactly a multiple of 2^24 launches of the row before, in a slot
+// not written since, would pass for this launch's. Only a slot that goes
+// unwritten for 2^24 (16.7M) launches of its row can hold one (one that
+// only a kernel with more CTAs a row writes, say), and its tag must come
+// round exactly then: not guarded, as a wider tag would take bits from
+// the sums.
 func (t *topk) groupTotals(cta []ptx.Reg) (tot, below, own []ptx.Reg) {
 	e, gp := t.e, t.group
 	n, C := len(cta), t.part.size
