@@ -33,10 +33,10 @@
 // take it by topk's rule, topk.SureSet, and -tune ranks each kernel with it
 // where the rule takes it),
 //
-// cold (L2 flushed by writing a 256 MB buffer before each launch), warm,
-// and with -mode graph, launches replayed from a CUDA graph (kernel time
-// without the host's launch and event overhead: how FlashInfer, vLLM and
-// SGLang publish theirs), all on the same data in the same run (every row
+// cold (L2 flushed by writing a 256 MB buffer before each launch; with
+// -flush-by read, by reading it), warm, and with -mode graph, launches
+// replayed from a CUDA graph (kernel time without the host's launch and
+// event overhead: how FlashInfer, vLLM and SGLang publish theirs), all on the same data in the same run (every row
 // N long, its length in a device array, or with -dense a dense batch,
 // no lengths at all: topk.Batch without them); checks every output against
 // the CPU reference (topk.Reference); and runs the instrumented kernels

@@ -40,6 +40,7 @@ type options struct {
 	k, iters, warm int
 	tuning         topk.Config // -max-candidates, -block-size, -bins, -unroll: the kernels' configuration beside K
 	flushMB        int
+	flushRead      bool // -flush-by read: the L2 flushed by reading the flush buffer, not writing it
 	seed           uint64
 	device         int
 	cold, hot      bool
@@ -96,7 +97,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.tuning.Unroll, "unroll", 0, "every kernel's row-walk unrolling, as topk.Config's (0: the generator's default)")
 	fs.IntVar(&o.iters, "iters", 50, "timed launches per median")
 	fs.IntVar(&o.warm, "warmup", 5, "untimed launches before them")
-	fs.IntVar(&o.flushMB, "flush-mb", 256, "MB written before each cold launch to flush L2")
+	fs.IntVar(&o.flushMB, "flush-mb", 256, "MB written (or read: -flush-by) before each cold launch to flush L2")
+	flushBy := fs.String("flush-by", "write", "how a cold launch's L2 flush evicts the row: write (a memset of -flush-mb MB, leaving the L2 full of dirty lines that the timed kernel's misses write back, as Triton's do_bench and nvbench flush) or read (count_ge over them: clean lines; what the write-backs cost, perf notes 173)")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic scores")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
 	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm, graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
@@ -192,6 +194,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		default:
 			return fail(2, "-mode: %q is not cold, warm or graph", m)
 		}
+	}
+	switch *flushBy {
+	case "write":
+	case "read":
+		o.flushRead = true
+	default:
+		return fail(2, "-flush-by: %q is not write or read", *flushBy)
 	}
 	if o.iters < 1 || o.warm < 0 || o.k < 1 || o.flushMB < 1 {
 		return fail(2, "-iters, -k and -flush-mb must be positive, -warmup not negative")
@@ -291,6 +300,7 @@ type bencher struct {
 	st         *runtime.Stream
 	start, end *runtime.Event
 	flush      *runtime.Buffer
+	reader     *flushReader               // -flush-by read; nil: flush by writing
 	kern       map[string]*runtime.Kernel // by kernel name, and name+"/instrumented"
 	rep        *Report
 	workspace  *runtime.Buffer // the kernels' whose rows clusters share (gen.GroupWorkspaceBytes a row), zero before the first launch
@@ -303,7 +313,7 @@ func bench(o options, progress io.Writer) (*Report, error) {
 	}
 	info := dev.Info()
 	b := &bencher{o: o, dev: dev, kern: make(map[string]*runtime.Kernel)}
-	b.rep = &Report{Start: time.Now().UTC(), K: o.k, Iters: o.iters, Warmup: o.warm, FlushMB: o.flushMB, Seed: o.seed, PhasesWarm: o.phases && o.phasesWarm,
+	b.rep = &Report{Start: time.Now().UTC(), K: o.k, Iters: o.iters, Warmup: o.warm, FlushMB: o.flushMB, FlushRead: o.flushRead, Seed: o.seed, PhasesWarm: o.phases && o.phasesWarm,
 		Kernels: o.kernels, Mismatches: []string{},
 		Workload: "synthetic scores (GVR paper appendix: random q/k, YaRN RoPE), batch rows independent, prediction: static structural prior",
 		Device: Device{Name: info.Name, CC: fmt.Sprintf("%d.%d", info.Major, info.Minor), Target: info.Target.Name,
@@ -326,6 +336,12 @@ func bench(o options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer b.flush.Free()
+	if o.flushRead {
+		if b.reader, err = newFlushReader(dev, b.config(), b.flush); err != nil {
+			return nil, fmt.Errorf("-flush-by read: %w", err)
+		}
+		defer b.reader.free()
+	}
 	if slices.ContainsFunc(o.kernels, func(k string) bool { k = parseColumn(k).kernel; return groupsOf(k) > 0 || k == "auto" }) {
 		// One workspace for every such kernel (its size and layout
 		// depend on MaxCandidates alone): the selector's choice (auto)
@@ -845,10 +861,15 @@ func (b *bencher) time(k *runtime.Kernel, rows int, args *ptx.Args, cold bool) (
 }
 
 // once launches k between two events, after flushing L2 if cold (by
-// writing fill to the flush buffer), and returns the time between them.
+// writing fill to the flush buffer, or with -flush-by read reading it), and
+// returns the time between them.
 func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, fill uint32) (time.Duration, error) {
 	if cold {
-		if err := b.flush.Memset32(b.st, fill); err != nil {
+		flush := func() error { return b.flush.Memset32(b.st, fill) }
+		if b.reader != nil {
+			flush = func() error { return b.reader.launch(b.st) }
+		}
+		if err := flush(); err != nil {
 			return 0, err
 		}
 	}

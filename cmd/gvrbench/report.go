@@ -34,6 +34,9 @@ type Report struct {
 	FirstUse string    `json:"first_use"`      // what a program's first NewSelector and Select took
 	Timings  []Timing  `json:"timings"`
 	Phases   []Phases  `json:"phases,omitempty"`
+	// FlushRead: cold launches followed a flush that read its buffer
+	// (-flush-by read), not one that wrote it.
+	FlushRead bool `json:"flush_read,omitempty"`
 	// PhasesWarm: the phases were taken warm (-phases-warm), not cold.
 	PhasesWarm bool     `json:"phases_warm,omitempty"`
 	Replays    []Replay `json:"replays,omitempty"`
@@ -139,8 +142,12 @@ func (r *Report) WriteTable(w io.Writer) {
 	d := r.Device
 	fmt.Fprintf(w, "gvrbench: %s (compute capability %s, PTX %s, %d SMs, %d MB L2, %d MHz), driver %s\n",
 		d.Name, d.CC, d.Target, d.SMs, d.L2MB, d.ClockMHz, d.Driver)
-	fmt.Fprintf(w, "%s; K = %d; median of %d launches after %d warm-up, CUDA events; cold: L2 flushed by writing %d MB before each launch\n",
-		r.Workload, r.K, r.Iters, r.Warmup, r.FlushMB)
+	flushBy := "writing"
+	if r.FlushRead {
+		flushBy = "reading"
+	}
+	fmt.Fprintf(w, "%s; K = %d; median of %d launches after %d warm-up, CUDA events; cold: L2 flushed by %s %d MB before each launch\n",
+		r.Workload, r.K, r.Iters, r.Warmup, flushBy, r.FlushMB)
 	fmt.Fprintf(w, "command: %s\n", r.Command)
 	for _, l := range r.Loaded {
 		fmt.Fprintf(w, "kernel %s\n", l)

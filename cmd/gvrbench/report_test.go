@@ -63,6 +63,16 @@ func TestWriteTable(t *testing.T) {
 	if !strings.Contains(out, "phases (instrumented kernels, cold,") {
 		t.Errorf("the phases are not said to be cold:\n%s", out)
 	}
+	if !strings.Contains(out, "cold: L2 flushed by writing 256 MB") {
+		t.Errorf("the flush is not said to write:\n%s", out)
+	}
+	r.FlushRead = true // -flush-by read
+	b.Reset()
+	r.WriteTable(&b)
+	if !strings.Contains(b.String(), "cold: L2 flushed by reading 256 MB") {
+		t.Errorf("-flush-by read's flush is not said to read:\n%s", b.String())
+	}
+	r.FlushRead = false
 	r.PhasesWarm = true // -phases-warm
 	b.Reset()
 	r.WriteTable(&b)
