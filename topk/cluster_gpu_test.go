@@ -17,7 +17,11 @@ import (
 	"github.com/gvr-go/gvr/runtime"
 )
 
-var maxCluster = flag.Int("gvr.max-cluster", 16, "TestClusterKernels: the largest cluster size to run")
+var (
+	maxCluster  = flag.Int("gvr.max-cluster", 16, "TestClusterKernels, TestAdversarialGroups: the largest cluster size to run")
+	groupsBatch = flag.Int("gvr.groups-batch", 4, "TestAdversarialGroups: the most rows a launch takes (fewer where their clusters would not all be resident)")
+	groupsMaxN  = flag.Int("gvr.groups-max-n", 0, "TestAdversarialGroups: leave out rows longer than this (0: none left out)")
+)
 
 // TestClusterKernels runs the cluster building blocks on the GPU, one row
 // per cluster of C = 1 to 16 CTAs: cluster_count_ge against a count in Go
@@ -209,7 +213,7 @@ func TestAdversarialGroups(t *testing.T) {
 		t.Run(fmt.Sprintf("C=%d/G=%d/MaxN=%d/mbarrier=%v", cc.C, cc.G, cc.maxN, cc.mbar), func(t *testing.T) {
 			k, err := Kernel(d, "topk_fallback_cluster", cfg)
 			must(t, err)
-			batch := min(4, k.MaxActiveClusters/cc.G)
+			batch := min(max(1, *groupsBatch), k.MaxActiveClusters/cc.G)
 			if batch < 1 {
 				t.Skipf("%d clusters of %d are not resident at once here (%d are)", cc.G, cc.C, k.MaxActiveClusters)
 			}
@@ -234,6 +238,9 @@ func TestAdversarialGroups(t *testing.T) {
 				refused(t, pk, work, cc.C, cc.G)
 			}
 			lengths := []int{0, 1, K - 1, K, K + 1, 3*cc.C*cc.G + 1, 5000, 65537, 300001}
+			if *groupsMaxN > 0 {
+				lengths = slices.DeleteFunc(lengths, func(n int) bool { return n > *groupsMaxN })
+			}
 			rng := rand.New(rand.NewPCG(uint64(cc.C), uint64(cc.G)))
 			checked := 0
 			for _, g := range generators {
