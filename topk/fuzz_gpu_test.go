@@ -107,6 +107,7 @@ func fuzzParams(seed uint64, i, configs int) fuzzcase.Params {
 // reports whether the interpreter ran, and sets *gpuFault when the GPU
 // faulted.
 func fuzzOneGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, gpuFault *bool) bool {
+	c = fitResident(t, d, c)
 	K, sorted := c.Config.K, c.Config.Sorted
 	x := c.Row()
 	var pred []int32
@@ -165,6 +166,36 @@ func fuzzOneGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, gpuFault *bool
 		}
 	}
 	return withInterp
+}
+
+// fitResident returns case c made to fit d where its rows are shared by
+// clusters (Config.Groups) that d cannot hold all at once, as a
+// cooperative launch needs: fewer of the empty rows launched before the
+// row (Lead), and if the row's own clusters still do not fit, fewer
+// clusters sharing it. Otherwise a random case would be skipped on d, and
+// a skip fails scripts/gpu-run.sh. It logs what it changed; the interpreter
+// runs the changed case too.
+func fitResident(t *testing.T, d *runtime.Device, c fuzzcase.Case) fuzzcase.Case {
+	for c.Config.Groups > 1 {
+		kern, err := Kernel(d, c.Kernel, c.Config)
+		must(t, err)
+		g := kern.Contract.Cooperative
+		for lead := c.Lead; lead >= 0; lead-- {
+			if kern.Resident((lead + 1) * g) {
+				if lead < c.Lead {
+					t.Logf("%d empty rows before the row instead of %d: %d clusters of %d a row, %d resident here", lead, c.Lead, c.Config.Groups, c.Config.Cluster, kern.MaxActiveClusters)
+					c.Lead = lead
+				}
+				return c
+			}
+		}
+		t.Logf("%d clusters of %d a row instead of %d: %d resident here", c.Config.Groups-1, c.Config.Cluster, c.Config.Groups, kern.MaxActiveClusters)
+		c.Config.Groups--
+	}
+	if c.Config.Groups == 1 {
+		c.Config.Groups = 0 // one cluster a row
+	}
+	return c
 }
 
 // errNotResident: a case whose clusters sharing its rows (Config.Groups)
