@@ -38,7 +38,8 @@
 // -summary -row N also runs a Top-K kernel in the interpreter (ptx/emu) on
 // one row of N of the paper's synthetic scores, with their static
 // prediction where the kernel takes one, and gives beside each count the
-// warp instructions issued there, over the row's CTAs. These are PTX
+// warp instructions issued there, over the row's CTAs (with -groups, those
+// of every cluster that shares the row, run at once). These are PTX
 // instructions: ptxas makes about as many machine instructions of them
 // (it folds some and expands others), of which an SM issues four a
 // cycle, its latencies on top. With -diff, two kernels' counts side by

@@ -13,7 +13,8 @@ import (
 // interpreter on one row of n of the paper's synthetic scores
 // (topk.Synthetic, seed 1), with their static prediction where k takes
 // one, and returns the warp instructions issued at each of its entry's
-// instructions, summed over the row's CTAs (emu.Profile). These are PTX
+// instructions, summed over the row's CTAs (emu.Profile), those of every
+// cluster that shares the row included. These are PTX
 // instructions: ptxas makes about as many machine instructions of them
 // (it folds some, address arithmetic into loads, and expands others:
 // 1.07-1.14 times as many, counted statically in two Top-K kernels with
@@ -44,8 +45,16 @@ func issued(k *gen.Kernel, n int) ([]int64, error) {
 	if c.Param("stats") != nil {
 		args.Set("stats", mem.Alloc(gen.StatsBytes, 0))
 	}
+	l := emu.Launch{Grid: [3]int{max(1, c.Cluster)}, Args: args}
+	if g := c.Cooperative; g > 0 {
+		// A row shared by clusters (-groups), which wait for each other
+		// through its workspace: all of them at once.
+		args.Set("workspace", mem.Alloc(gen.GroupWorkspaceBytes(k.Config), 128))
+		l.Grid[0], l.CoResident = g, true
+	}
 	var prof emu.Profile
-	if _, err := p.Run(mem, emu.Launch{Grid: [3]int{max(1, c.Cluster)}, Args: args, Profile: &prof}); err != nil {
+	l.Profile = &prof
+	if _, err := p.Run(mem, l); err != nil {
 		return nil, fmt.Errorf("-row %d: %w", n, err)
 	}
 	return prof.Issued, nil

@@ -189,3 +189,27 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestSummaryRowGroups: -row runs a kernel whose row several clusters
+// share, every cluster at once on the row's workspace, and the rounds
+// through it issue instructions (the launch was refused for want of a
+// workspace before).
+func TestSummaryRowGroups(t *testing.T) {
+	status, out, errs := ptxgen(t, "-summary", "-row", "20000", "-kernel", "topk_fallback_cluster", "-arch", "sm_90",
+		"-cluster", "2", "-groups", "3", "-k", "256", "-max-candidates", "1024", "-block", "128", "-bins", "256")
+	if status != 0 || errs != "" {
+		t.Fatalf("status %d, stderr %q", status, errs)
+	}
+	row := regexp.MustCompile(`^\s+(\S.*?)\s+(\d+)\s+(\d+)$`)
+	issued := map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		if m := row.FindStringSubmatch(l); m != nil {
+			issued[m[1]] += atoi(t, m[3])
+		}
+	}
+	for _, s := range []string{"combine across the row's clusters", "Phase 3: ballot-free candidate collection", "Phase 4: exact selection in shared memory"} {
+		if issued[s] == 0 {
+			t.Errorf("%q issued no instruction:\n%s", s, out)
+		}
+	}
+}
