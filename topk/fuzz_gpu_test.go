@@ -54,7 +54,7 @@ func TestFuzzGPU(t *testing.T) {
 		t.Fatalf("-gvr.fuzz-configs=%d: at least 1", *fuzzConfigs)
 	}
 	start := time.Now()
-	var ran, interp, failed, skipped atomic.Int64
+	var ran, interp, failed atomic.Int64
 	t.Run("cases", func(t *testing.T) {
 		for i := range *fuzzCases {
 			p := fuzzParams(*fuzzSeed, i, *fuzzConfigs)
@@ -68,9 +68,6 @@ func TestFuzzGPU(t *testing.T) {
 				t.Parallel()
 				ran.Add(1)
 				defer func() {
-					if t.Skipped() {
-						skipped.Add(1)
-					}
 					if !t.Failed() {
 						return
 					}
@@ -88,8 +85,8 @@ func TestFuzzGPU(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("fuzz suite, seed %d: %d cases (%d configurations) on %v, %d of them also in the interpreter, %d skipped (rows shared by clusters not all resident here), %d failed, %v",
-		*fuzzSeed, ran.Load(), *fuzzConfigs, d, interp.Load(), skipped.Load(), failed.Load(), time.Since(start).Round(time.Millisecond))
+	t.Logf("fuzz suite, seed %d: %d cases (%d configurations) on %v, %d of them also in the interpreter, %d failed, %v",
+		*fuzzSeed, ran.Load(), *fuzzConfigs, d, interp.Load(), failed.Load(), time.Since(start).Round(time.Millisecond))
 }
 
 // fuzzParams is case i of seed seed: its own row, prediction and lengths,
@@ -118,9 +115,6 @@ func fuzzOneGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, gpuFault *bool
 	b := c.Batch(x, pred)
 
 	gpuOut, gpuErr := runGPU(t, d, c, b)
-	if errors.Is(gpuErr, errNotResident) {
-		t.Skipf("%v: %v", c, gpuErr)
-	}
 	var emuOut fuzzcase.Output
 	var emuErr error
 	withInterp := c.N <= *fuzzInterpN
@@ -172,8 +166,8 @@ func fuzzOneGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, gpuFault *bool
 // clusters (Config.Groups) that d cannot hold all at once, as a
 // cooperative launch needs: fewer of the empty rows launched before the
 // row (Lead), and if the row's own clusters still do not fit, fewer
-// clusters sharing it. Otherwise a random case would be skipped on d, and
-// a skip fails scripts/gpu-run.sh. It logs what it changed; the interpreter
+// clusters sharing it, down to one cluster a row. Otherwise a random case
+// could not run on d. It logs what it changed; the interpreter
 // runs the changed case too.
 func fitResident(t *testing.T, d *runtime.Device, c fuzzcase.Case) fuzzcase.Case {
 	for c.Config.Groups > 1 {
@@ -198,15 +192,10 @@ func fitResident(t *testing.T, d *runtime.Device, c fuzzcase.Case) fuzzcase.Case
 	return c
 }
 
-// errNotResident: a case whose clusters sharing its rows (Config.Groups)
-// the device cannot hold all at once.
-var errNotResident = errors.New("the clusters of its rows are not all resident at once here")
-
 // runGPU launches c's kernel over batch b on the device, outputs poisoned
 // first (fuzzcase.PoisonIdx, PoisonVal) as in the interpreter; a kernel
 // whose rows several clusters share cooperatively, on a zeroed workspace.
-// The error is errNotResident, or the launch's or the synchronisation's:
-// a kernel fault.
+// The error is the launch's or the synchronisation's: a kernel fault.
 func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) (fuzzcase.Output, error) {
 	kern, err := Kernel(d, c.Kernel, c.Config)
 	must(t, err)
@@ -225,7 +214,7 @@ func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) 
 	args := b.Set(kern.Args(), scores.Ptr(), lengths.Ptr(), pred.Ptr(), idx.Ptr(), vals.Ptr())
 	if g := kern.Contract.Cooperative; g > 0 {
 		if !kern.Resident(b.Rows() * g) {
-			return fuzzcase.Output{}, errNotResident
+			t.Fatalf("%d rows of %d CTAs are not all resident here: fitResident fits every case", b.Rows(), g)
 		}
 		work := alloc(t, d, b.Rows()*gen.GroupWorkspaceBytes(c.Config))
 		must(t, work.Memset32(nil, 0))

@@ -12,12 +12,12 @@ import (
 	"github.com/gvr-go/gvr/topk"
 )
 
-// flushRows is the row length, in floats, that a flushReader reads the
-// flush buffer in: one CTA a row.
-const flushRows = 1 << 16
+// flushRowLen is the length, in floats, of the rows a flushReader reads
+// the flush buffer in: one CTA a row.
+const flushRowLen = 1 << 16
 
 // flushReader flushes L2 by reading the flush buffer (-flush-by read):
-// count_ge over it as rows of flushRows floats, which leaves the L2 full of
+// count_ge over it as rows of flushRowLen floats, which leaves the L2 full of
 // clean lines. Writing the buffer (the default) leaves dirty ones, and the
 // timed kernel's misses then write them back to HBM beside its own reads.
 type flushReader struct {
@@ -30,7 +30,7 @@ type flushReader struct {
 // newFlushReader loads count_ge for the device's target and sets it up
 // over buf, whose size must be a whole number of rows.
 func newFlushReader(dev *runtime.Device, base gen.Config, buf *runtime.Buffer) (*flushReader, error) {
-	row := 4 * flushRows
+	row := 4 * flushRowLen
 	if buf.Bytes()%row != 0 {
 		return nil, fmt.Errorf("a flush buffer of %d bytes is no whole number of %d-byte rows", buf.Bytes(), row)
 	}
@@ -49,11 +49,11 @@ func newFlushReader(dev *runtime.Device, base gen.Config, buf *runtime.Buffer) (
 	}
 	// Every row whole, counted against 0.0 (its bits are 0); the buffer
 	// zeroed once, so that the reads see defined values.
-	if err := errors.Join(f.lengths.Memset32(nil, flushRows), f.thresholds.Memset32(nil, 0), buf.Memset32(nil, 0)); err != nil {
+	if err := errors.Join(f.lengths.Memset32(nil, flushRowLen), f.thresholds.Memset32(nil, 0), buf.Memset32(nil, 0)); err != nil {
 		f.free()
 		return nil, err
 	}
-	f.args = k.Args().Set("scores", buf.Ptr()).Set("row_stride", uint64(flushRows)).
+	f.args = k.Args().Set("scores", buf.Ptr()).Set("row_stride", uint64(flushRowLen)).
 		Set("lengths", f.lengths.Ptr()).Set("thresholds", f.thresholds.Ptr()).Set("counts", f.cnts.Ptr())
 	return f, nil
 }

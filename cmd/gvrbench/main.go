@@ -865,11 +865,13 @@ func (b *bencher) time(k *runtime.Kernel, rows int, args *ptx.Args, cold bool) (
 // returns the time between them.
 func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, fill uint32) (time.Duration, error) {
 	if cold {
-		flush := func() error { return b.flush.Memset32(b.st, fill) }
+		var err error
 		if b.reader != nil {
-			flush = func() error { return b.reader.launch(b.st) }
+			err = b.reader.launch(b.st)
+		} else {
+			err = b.flush.Memset32(b.st, fill)
 		}
-		if err := flush(); err != nil {
+		if err != nil {
 			return 0, err
 		}
 	}
