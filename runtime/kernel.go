@@ -221,6 +221,25 @@ func (k *Kernel) LaunchCooperative(s *Stream, grid int, a *ptx.Args, dependent b
 	return k.launch(s, grid, a, dependent, true)
 }
 
+// LaunchUnits queues units of k's work on s: a unit is the CTAs that work
+// on one item together, a cooperative group of Contract.Cooperative CTAs
+// where the contract declares one (launched with LaunchCooperative, every
+// group resident at once), else a cluster of Contract.Cluster (one CTA
+// for a kernel without clusters), launched with Launch, or with
+// LaunchDependent where dependent is set. It is the launch a caller
+// whose grid is so many items (rows, say) of a kernel it did not build
+// itself needs, without knowing how the kernel's CTAs wait for each other.
+func (k *Kernel) LaunchUnits(s *Stream, units int, a *ptx.Args, dependent bool) error {
+	per, cooperative := k.Contract.Cluster, k.Contract.Cooperative > 0
+	if cooperative {
+		per = k.Contract.Cooperative
+	}
+	if units < 1 || units > (1<<31-1)/per {
+		return fmt.Errorf("gvr/runtime: launch of %s: %d units of %d CTAs: must be 1 to (2^31-1)/%d", k.Contract.Entry, units, per, per)
+	}
+	return k.launch(s, units*per, a, dependent, cooperative)
+}
+
 func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent, cooperative bool) error {
 	l := &k.Contract
 	if dependent && !l.WaitsFirst {
@@ -251,7 +270,7 @@ func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent, cooperative
 		// Launched plainly, or with a group cut short, its first CTAs would
 		// spin for ones that never come: the stream would never drain.
 		if !cooperative {
-			return fmt.Errorf("gvr/runtime: launch of %s: its CTAs wait for each other in groups of %d: launch it with LaunchCooperative", l.Entry, c)
+			return fmt.Errorf("gvr/runtime: launch of %s: its CTAs wait for each other in groups of %d: launch it with LaunchCooperative or LaunchUnits", l.Entry, c)
 		}
 		if grid%c != 0 {
 			return fmt.Errorf("gvr/runtime: launch of %s: %d CTAs are not a whole number of cooperative groups of %d", l.Entry, grid, c)

@@ -99,6 +99,11 @@ func (k *Kernel) LaunchCooperative(s *Stream, grid int, a *ptx.Args, dependent b
 	return ErrNoCUDA
 }
 
+// LaunchUnits: see the cuda build.
+func (k *Kernel) LaunchUnits(s *Stream, units int, a *ptx.Args, dependent bool) error {
+	return ErrNoCUDA
+}
+
 // Graph is a CUDA graph; without CUDA support there is none.
 type Graph struct{}
 

@@ -184,13 +184,15 @@ func TestClusterLaunch(t *testing.T) {
 // for each other through global memory: thread 0 of each adds one to
 // count[0], then polls it until every CTA of the grid has (grid CTAs),
 // then writes 1 to out[ctaid]. Launched with CTAs not all resident, it
-// would never end.
-func waitAllKernel(t *testing.T, c int) (string, ptx.Launch) {
+// would never end. Its contract declares cooperative groups of coop CTAs
+// (0: none declared).
+func waitAllKernel(t *testing.T, c, coop int) (string, ptx.Launch) {
 	t.Helper()
 	m := ptx.NewModule(ptx.SM90)
 	e := m.NewEntry("wait_all")
 	e.ReqNTID = ptx.Dim3{64}
 	e.ReqNCTAPerCluster = ptx.Dim3{c}
+	e.Cooperative = coop
 	countP, outP := e.Param("count", ptx.U64), e.Param("out", ptx.U64)
 	countP.PtrAlign, outP.PtrAlign = 4, 4
 	count, out := e.Reg(ptx.U64), e.Reg(ptx.U64)
@@ -234,7 +236,7 @@ func TestLaunchCooperative(t *testing.T) {
 		t.Skipf("%v has no clusters", d)
 	}
 	const c = 8
-	text, l := waitAllKernel(t, c)
+	text, l := waitAllKernel(t, c, 0)
 	k, err := d.Load(text, l)
 	must(t, err)
 	grid := k.MaxActiveClusters * c
@@ -279,4 +281,69 @@ func TestLaunchCooperative(t *testing.T) {
 	}
 	must(t, d.Synchronize())
 	t.Logf("clusters of %d: %d resident at once, all launched cooperatively", c, grid/c)
+}
+
+// TestLaunchUnits: LaunchUnits launches a kernel's units of work whatever
+// they are: clusters of a cluster kernel (each CTA with its rank, as
+// Launch over units*C CTAs), and cooperative groups of a kernel whose
+// contract declares them (every CTA resident at once, or the wait_all
+// kernel would never end); it passes a dependent launch on, and refuses
+// no units.
+func TestLaunchUnits(t *testing.T) {
+	d := device(t)
+	if d.Info().Major < 9 {
+		t.Skipf("%v has no clusters", d)
+	}
+	const c, units = 4, 5
+	text, l := clusterKernel(t, c, 100<<10)
+	k, err := d.Load(text, l)
+	must(t, err)
+	out, err := d.Alloc(8 * c * units)
+	must(t, err)
+	defer out.Free()
+	must(t, out.Memset32(nil, 0xFFFFFFFF))
+	args := k.Args().Set("out", out.Ptr())
+	must(t, k.LaunchUnits(nil, units, args, false))
+	must(t, d.Synchronize())
+	got := make([]uint32, 2*c*units)
+	must(t, Download(got, out))
+	for cta := range c * units {
+		if rank, size := got[2*cta], got[2*cta+1]; rank != uint32(cta%c) || size != c {
+			t.Errorf("units of a cluster of %d: CTA %d has rank %d in a cluster of %d", c, cta, rank, size)
+		}
+	}
+	if err := k.LaunchUnits(nil, 0, args, false); err == nil || !strings.Contains(err.Error(), "0 units of 4 CTAs") {
+		t.Errorf("no units: %v", err)
+	}
+	if err := k.LaunchUnits(nil, units, args, true); err == nil || !strings.Contains(err.Error(), "griddepcontrol.wait") {
+		t.Errorf("a dependent launch of a kernel that does not wait first: %v", err)
+	}
+
+	// Groups of two clusters, as many as the device holds at once.
+	text, l = waitAllKernel(t, c, 2*c)
+	wk, err := d.Load(text, l)
+	must(t, err)
+	groups := wk.MaxActiveClusters / 2
+	count, err := d.Alloc(4)
+	must(t, err)
+	defer count.Free()
+	done, err := d.Alloc(4 * groups * 2 * c)
+	must(t, err)
+	defer done.Free()
+	must(t, count.Memset32(nil, 0))
+	must(t, done.Memset32(nil, 0))
+	wargs := wk.Args().Set("count", count.Ptr()).Set("out", done.Ptr())
+	if err := wk.Launch(nil, groups*2*c, wargs); err == nil || !strings.Contains(err.Error(), "LaunchUnits") {
+		t.Errorf("a plain launch of cooperative groups: %v", err)
+	}
+	must(t, wk.LaunchUnits(nil, groups, wargs, false))
+	must(t, d.Synchronize())
+	ran := make([]uint32, groups*2*c)
+	must(t, Download(ran, done))
+	for i, v := range ran {
+		if v != 1 {
+			t.Fatalf("%d cooperative groups of %d CTAs: CTA %d did not end (out %d)", groups, 2*c, i, v)
+		}
+	}
+	t.Logf("%d cooperative groups of %d CTAs launched as units", groups, 2*c)
 }

@@ -218,10 +218,9 @@ func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) 
 		}
 		work := alloc(t, d, b.Rows()*gen.GroupWorkspaceBytes(c.Config))
 		must(t, work.Memset32(nil, 0))
-		if err := kern.LaunchCooperative(nil, b.Rows()*g, args.Set("workspace", work.Ptr()), false); err != nil {
-			return fuzzcase.Output{}, err
-		}
-	} else if err := kern.Launch(nil, b.Rows()*kern.Contract.Cluster, args); err != nil {
+		args.Set("workspace", work.Ptr())
+	}
+	if err := kern.LaunchUnits(nil, b.Rows(), args, false); err != nil {
 		return fuzzcase.Output{}, err
 	}
 	if err := d.Synchronize(); err != nil {

@@ -474,7 +474,7 @@ func runCase(t *testing.T, ks [3]*runtime.Kernel, cfg gen.Config, sh shape, g ge
 		if set != nil {
 			set(args)
 		}
-		must(t, kern.Launch(nil, rows*kern.Contract.Cluster, args))
+		must(t, kern.LaunchUnits(nil, rows, args, false))
 		must(t, d.Synchronize())
 		must(t, runtime.Download(idx, idxBuf))
 		v := vals

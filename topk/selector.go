@@ -350,19 +350,13 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	if l.stats != nil {
 		args.Set("stats", l.stats.Ptr())
 	}
-	switch g := k.Contract.Cooperative; {
-	case g > 0:
-		// Rows shared by clusters, which wait for each other: all resident
-		// at once, by a cooperative launch (which fails rather than queue
-		// some of them behind the others).
+	if k.Contract.Cooperative > 0 {
+		// Rows shared by clusters, which wait for each other: LaunchUnits
+		// launches them all resident at once, cooperatively (which fails
+		// rather than queue some of them behind the others).
 		args.Set("workspace", l.work.Ptr())
-		err = k.LaunchCooperative(st, b.Rows*g, args, s.cfg.DependentLaunch)
-	case s.cfg.DependentLaunch:
-		err = k.LaunchDependent(st, b.Rows*k.Contract.Cluster, args)
-	default:
-		err = k.Launch(st, b.Rows*k.Contract.Cluster, args)
 	}
-	if err != nil {
+	if err := k.LaunchUnits(st, b.Rows, args, s.cfg.DependentLaunch); err != nil {
 		return Result{}, fmt.Errorf("topk: Select (layer %d): %w", layer, err)
 	}
 	l.primed = true

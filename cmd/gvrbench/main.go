@@ -829,19 +829,11 @@ func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time
 	return samples, nil
 }
 
-// launch queues k over rows rows on the bench's stream: a programmatic
-// dependent launch with -dependent.
+// launch queues k over rows rows on the bench's stream, as the Selector
+// does (runtime.Kernel.LaunchUnits: cooperatively where the row's clusters
+// wait for each other): a programmatic dependent launch with -dependent.
 func (b *bencher) launch(k *runtime.Kernel, rows int, args *ptx.Args) error {
-	per := k.Contract.Cluster
-	if c := k.Contract.Cooperative; c > 0 {
-		// Rows shared by clusters, which wait for each other: all
-		// resident at once.
-		return k.LaunchCooperative(b.st, rows*c, args, b.o.dependent)
-	}
-	if b.o.dependent {
-		return k.LaunchDependent(b.st, rows*per, args)
-	}
-	return k.Launch(b.st, rows*per, args)
+	return k.LaunchUnits(b.st, rows, args, b.o.dependent)
 }
 
 // time launches k warmup+iters times and returns the timed launches'

@@ -33,7 +33,7 @@ func Example() {
 		Set("out_idx", out.Ptr()).Set("out_vals", 0).Set("out_count", 0).                         // 0: no values, no counts
 		Set("page_table", 0).Set("page_table_stride", 0).Set("page_size", 0).Set("out_pages", 0). // no page-table output
 		Set("next_n", 0).Set("row_starts", 0).Set("abs_idx", 0)                                   // one row per sequence, no windows
-	if err := k.Launch(nil, rows*k.Contract.Cluster, args); err != nil {
+	if err := k.LaunchUnits(nil, rows, args, false); err != nil { // a row a cluster
 		log.Fatal(err)
 	}
 	idx := make([]int32, rows*K)
