@@ -34,7 +34,12 @@
 // through the plain launch, with a grid of whole clusters (checked); a
 // cluster of more than 8 CTAs is opted into at load, and the device is
 // asked at load how many such clusters fit (Kernel.MaxActiveClusters): one
-// it can never hold is an error, not a hang.
+// it can never hold is an error, not a hang. A kernel whose clusters wait
+// for each other declares cooperative groups in its contract and launches
+// only cooperatively (LaunchCooperative); LaunchUnits launches any kernel
+// by its units of work (a cooperative group, else a cluster), as a caller
+// that launches kernels it did not build (the topk Selector, gvrbench)
+// wants.
 //
 // Contexts: the driver API's current context belongs to an OS thread, so
 // every call here locks its goroutine to its thread and makes the device's
