@@ -98,9 +98,6 @@ type parser struct {
 	versionLine int
 }
 
-// f0 is the first field of a line that has one.
-func f0(t string) string { return strings.Fields(t)[0] }
-
 // errorf is an error at the line last read.
 func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("line %d: %s", p.n, fmt.Sprintf(format, args...))
@@ -139,10 +136,10 @@ func (p *parser) module() error {
 		if t == "" || strings.HasPrefix(t, "//") {
 			continue
 		}
-		if coop != 0 && f0(t) != ".visible" && f0(t) != ".entry" {
+		f := strings.Fields(t)
+		if coop != 0 && f[0] != ".visible" && f[0] != ".entry" {
 			return p.errorf("%q is not before an entry", CooperativeComment)
 		}
-		f := strings.Fields(t)
 		switch f[0] {
 		case ".version", ".target", ".address_size":
 			if seen[f[0]] {

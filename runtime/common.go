@@ -135,6 +135,20 @@ func (k *Kernel) Resident(grid int) bool {
 	return grid <= k.MaxActiveClusters*k.Contract.Cluster
 }
 
+// ResidentUnits reports whether units of k's work (LaunchUnits) can all
+// be resident on its device at once, as LaunchUnits' cooperative launch
+// of a kernel with cooperative groups needs.
+func (k *Kernel) ResidentUnits(units int) bool { return k.Resident(units * k.unitCTAs()) }
+
+// unitCTAs is the CTAs of a unit of k's work (LaunchUnits): a cooperative
+// group where its contract declares one, else a cluster.
+func (k *Kernel) unitCTAs() int {
+	if c := k.Contract.Cooperative; c > 0 {
+		return c
+	}
+	return k.Contract.Cluster
+}
+
 // launchKind names a launch with attributes (launchEx) by which it has:
 // one of three constants, so that naming it allocates nothing.
 func launchKind(dependent, cooperative bool, dep, coop, both string) string {

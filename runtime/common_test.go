@@ -63,6 +63,17 @@ func TestResident(t *testing.T) {
 			t.Errorf("%d CTAs in clusters of 16, 7 resident: Resident %v, want %v", grid, got, want)
 		}
 	}
+	// Units: rows shared by 3 clusters of 16 (cooperative groups of 48
+	// CTAs), or a cluster each.
+	coop := &Kernel{Contract: ptx.Launch{Cluster: 16, Cooperative: 48}, MaxActiveClusters: 7}
+	for units, want := range map[int]bool{1: true, 2: true, 3: false} {
+		if got := coop.ResidentUnits(units); got != want {
+			t.Errorf("%d groups of 3 clusters of 16, 7 resident: ResidentUnits %v, want %v", units, got, want)
+		}
+	}
+	if !k.ResidentUnits(7) || k.ResidentUnits(8) {
+		t.Errorf("clusters of 16, 7 resident: ResidentUnits(7) %v, ResidentUnits(8) %v", k.ResidentUnits(7), k.ResidentUnits(8))
+	}
 }
 
 // sameContract refuses a contract that departs from what the text

@@ -230,14 +230,11 @@ func (k *Kernel) LaunchCooperative(s *Stream, grid int, a *ptx.Args, dependent b
 // whose grid is so many items (rows, say) of a kernel it did not build
 // itself needs, without knowing how the kernel's CTAs wait for each other.
 func (k *Kernel) LaunchUnits(s *Stream, units int, a *ptx.Args, dependent bool) error {
-	per, cooperative := k.Contract.Cluster, k.Contract.Cooperative > 0
-	if cooperative {
-		per = k.Contract.Cooperative
-	}
+	per := k.unitCTAs()
 	if units < 1 || units > (1<<31-1)/per {
 		return fmt.Errorf("gvr/runtime: launch of %s: %d units of %d CTAs: must be 1 to (2^31-1)/%d", k.Contract.Entry, units, per, per)
 	}
-	return k.launch(s, units*per, a, dependent, cooperative)
+	return k.launch(s, units*per, a, dependent, k.Contract.Cooperative > 0)
 }
 
 func (k *Kernel) launch(s *Stream, grid int, a *ptx.Args, dependent, cooperative bool) error {

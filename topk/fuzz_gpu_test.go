@@ -173,9 +173,8 @@ func fitResident(t *testing.T, d *runtime.Device, c fuzzcase.Case) fuzzcase.Case
 	for c.Config.Groups > 1 {
 		kern, err := Kernel(d, c.Kernel, c.Config)
 		must(t, err)
-		g := kern.Contract.Cooperative
 		for lead := c.Lead; lead >= 0; lead-- {
-			if kern.Resident((lead + 1) * g) {
+			if kern.ResidentUnits(lead + 1) {
 				if lead < c.Lead {
 					t.Logf("%d empty rows before the row instead of %d: %d clusters of %d a row, %d resident here", lead, c.Lead, c.Config.Groups, c.Config.Cluster, kern.MaxActiveClusters)
 					c.Lead = lead
@@ -213,7 +212,7 @@ func runGPU(t *testing.T, d *runtime.Device, c fuzzcase.Case, b fuzzcase.Batch) 
 	must(t, vals.Memset32(nil, fuzzcase.PoisonVal))
 	args := b.Set(kern.Args(), scores.Ptr(), lengths.Ptr(), pred.Ptr(), idx.Ptr(), vals.Ptr())
 	if g := kern.Contract.Cooperative; g > 0 {
-		if !kern.Resident(b.Rows() * g) {
+		if !kern.ResidentUnits(b.Rows()) {
 			t.Fatalf("%d rows of %d CTAs are not all resident here: fitResident fits every case", b.Rows(), g)
 		}
 		work := alloc(t, d, b.Rows()*gen.GroupWorkspaceBytes(c.Config))

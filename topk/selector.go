@@ -304,7 +304,7 @@ func (s *Selector) selectLocked(layer int, b Batch, st *runtime.Stream) (Result,
 	sp := step{rows: b.Rows, n: n, predicted: l.primed && !b.NoPrediction, alwaysPredict: s.cfg.AlwaysPredict, device: s.device}
 	c := choose(sp)
 	kern := s.kernels[c]
-	if kern != nil && c.groups > 1 && (b.Rows > s.groupRows || !kern.k.Resident(b.Rows*kern.k.Contract.Cooperative)) {
+	if kern != nil && c.groups > 1 && (b.Rows > s.groupRows || !kern.k.ResidentUnits(b.Rows)) {
 		// Rows shared by clusters that would not all be resident at
 		// once: one cluster a row.
 		sp.oneCluster = true

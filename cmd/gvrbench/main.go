@@ -768,7 +768,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 	if k, err = b.clusterKernel(gname, cfg); err != nil {
 		return nil, nil, err
 	}
-	if cfg.Groups > 1 && !k.Resident(batch*k.Contract.Cooperative) {
+	if cfg.Groups > 1 && !k.ResidentUnits(batch) {
 		if col.kernel != "auto" {
 			return nil, nil, nil // its clusters would wait for clusters not yet resident
 		}
@@ -783,7 +783,7 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 		if ik, err = b.clusterKernel(gname, cfg); err != nil {
 			return nil, nil, fmt.Errorf("instrumented: %w", err)
 		}
-		if cfg.Groups > 1 && !ik.Resident(batch*ik.Contract.Cooperative) {
+		if cfg.Groups > 1 && !ik.ResidentUnits(batch) {
 			ik = nil // no phases where the instrumented kernel's clusters are not all resident
 		}
 	}
