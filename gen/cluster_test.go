@@ -187,9 +187,19 @@ func TestClusterGroups(t *testing.T) {
 		t.Run(fmt.Sprintf("K=%d/C=%d/G=%d/MaxN=%d/n=%d", cfg.K, tc.C, tc.G, tc.maxN, tc.n), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.C*tc.G), uint64(tc.n)))
 			cs := rows(r, cfg.K, cfg.MaxCandidates, tc.n)
-			for _, mbar := range []bool{false, true} {
-				cfg.MbarrierRounds = mbar
+			for _, run := range []struct {
+				mbar  bool
+				early int // the longest part collected early (0: the default)
+			}{{false, 0}, {true, 0}, {true, 48}} {
+				cfg.MbarrierRounds = run.mbar
+				restore := func() {}
+				if run.early > 0 {
+					// Parts of rows longer than 48 elements a CTA not
+					// collected early: both of Phase 3's ways in a batch.
+					restore = gen.SetEarlyMaxShare(run.early)
+				}
 				p, k := load(t, "topk_fallback_cluster", cfg)
+				restore()
 				if k.Launch.Cooperative != tc.C*tc.G {
 					t.Fatalf("the contract's Cooperative is %d, want the row's %d CTAs", k.Launch.Cooperative, tc.C*tc.G)
 				}

@@ -116,7 +116,11 @@ func (gp *groupPart) rowLeader(t *topk) ptx.Pred {
 // only a kernel with more CTAs a row writes, say), and its tag must come
 // round exactly then: not guarded, as a wider tag would take bits from
 // the sums.
-func (t *topk) groupTotals(cta []ptx.Reg) (tot, below, own []ptx.Reg) {
+//
+// during, if not nil, runs in every thread between the CTA's stores and
+// warp 0's polls: work that needs none of the totals then fills the
+// round's wait (earlyCollect).
+func (t *topk) groupTotals(cta []ptx.Reg, during func()) (tot, below, own []ptx.Reg) {
 	e, gp := t.e, t.group
 	n, C := len(cta), t.part.size
 	parts := gp.n * C // CTAs sharing the row
@@ -145,6 +149,9 @@ func (t *topk) groupTotals(cta []ptx.Reg) (tot, below, own []ptx.Reg) {
 			e.StStrong(ptx.SpaceGlobal, ptx.SemRelaxed, ptx.ScopeGPU, ptx.U64, ptx.At(mine, int64(8*i)), w)
 		}
 	})
+	if during != nil {
+		during()
+	}
 	scratch := t.u32() // this round's half: the totals, belows and owns
 	e.Mad(scratch, par, ptx.Imm(int64(3*exchangeVals*4)), t.smem.base)
 	e.Add(scratch, scratch, ptx.Imm(int64(gp.scratch.off)))

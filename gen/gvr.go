@@ -121,6 +121,9 @@ type topk struct {
 	// pred is a GVR kernel's prediction, its first indices loading from
 	// the kernel's start (nil: no prediction).
 	prediction *predFetch
+	// early is whether Phase 2's first pass collects while the row's
+	// round is out (earlyCollect).
+	early bool
 	// sureOut, where set, holds in a cluster kernel with the sure set
 	// where Phase 3 wrote the sure candidates to their output slots
 	// itself, each CTA its own (outSure): Phase 4 then leaves them.
@@ -147,7 +150,7 @@ type topkShared struct {
 	p1         *reductionRun              // Phase 1's block reductions (GVR pipeline only)
 	sampleTop  region                     // the key of the sample's largest value, for Phase 4 (GVR pipeline only)
 	sampleHist region                     // the sample's histogram, Phase 1 without a prediction (the fallback kernels only: countSample)
-	guessOut   region                     // the first pass's points and anchors, as firstPoints hands them over (GVR pipeline only)
+	guessOut   region                     // the first pass's points and anchors, as firstPoints hands them over (GVR pipeline only); past Phase 1, the threshold earlyCollect collected at
 	split      region                     // how many candidates Phase 4 selects from, and the sure ones after them (Config.SureSet)
 	cand       struct{ bits, idx region } // MaxCandidates float bits and indices (GVR pipeline only)
 	stage      *staging                   // sorted output only
@@ -617,8 +620,11 @@ func (t *topk) countMine(thrs []ptx.Reg) []ptx.Reg {
 // totals), in every thread; and this thread's exclusive prefix of
 // each over the CTA (excl) and the CTA's sum (cta), where Phase 3 places
 // its candidates. With run (straight-line code only: reductionRun), the
-// CTA's sums take one barrier instead of two.
-func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, cta, own []ptx.Reg) {
+// CTA's sums take one barrier instead of two. Where clusters share the
+// row, during (if not nil) runs in every thread once the CTA's sums are
+// out and before it waits for the others' (groupTotals), with this
+// thread's prefixes and the CTA's sums.
+func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun, during func(excl, cta []ptx.Reg)) (tot, below, excl, cta, own []ptx.Reg) {
 	if run != nil {
 		// The sums and the warps' offsets; the prefixes inside the warps,
 		// which need no barrier, follow while the cluster's round is out.
@@ -644,7 +650,11 @@ func (t *topk) rowTotals(vals []ptx.Reg, run *reductionRun) (tot, below, excl, c
 	if t.group != nil {
 		// Every CTA of the row's clusters, through global memory: no
 		// cluster round of its own.
-		tot, below, own = t.groupTotals(cta)
+		var hook func()
+		if during != nil {
+			hook = func() { during(excl, cta) }
+		}
+		tot, below, own = t.groupTotals(cta, hook)
 		return tot, below, excl, cta, own
 	}
 	tot, below = t.part.receive(t.cta, len(vals), nil, nil)

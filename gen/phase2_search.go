@@ -103,7 +103,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 	t.mark(MarkP2Counted)
 	// The counts' prefixes over the CTA come with their sums: Phase 3
 	// places the candidates by them, with no block scan of its own.
-	tot, below, excl, cta, own := t.rowTotals(counts, t.p1)
+	tot, below, excl, cta, own := t.rowTotals(counts, t.p1, t.earlyCollect(g))
 	t.mark(MarkP2Combined)
 	var sure sureSet
 	if t.cfg.SureSet {
@@ -149,7 +149,7 @@ func (t *topk) phase2SecantSearch(g guess) verdict {
 		e.Mov(s.thr, t.keyToFloat(tk))
 	})
 	e.Mov(s.mine, t.countMine([]ptx.Reg{s.thr})[0])
-	tot, below, excl, cta, own = t.rowTotals([]ptx.Reg{s.mine}, nil)
+	tot, below, excl, cta, own = t.rowTotals([]ptx.Reg{s.mine}, nil, nil)
 	cnt := tot[0]
 	e.Mov(s.total, cnt)
 	e.Mov(s.excl, excl[0])

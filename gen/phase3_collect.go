@@ -30,42 +30,18 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 	e.Comment("Phase 3: ballot-free candidate collection")
 	c := t.collectParts(v)
 	t.mark(MarkP3Placed)
-	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
-	// The over walk 16 elements a step, not cfg.unroll()'s 32 or 48: the
-	// element indices a step carries beside its values made ptxas spill
-	// (perf notes 86-88).
-	t.walkMine(v.thr, min(collectOverElems/t.perVec(), t.cfg.unroll()), func(x ptx.Reg, idx func() ptx.Reg) {
-		// Predicated, not branched: the pass streams like a counting pass.
-		// (One 8-byte store of value and index measured 60% slower on an
-		// H200 than these two.)
-		p := t.setp(ptx.GEU, x, v.thr)
-		at, sure := c.a, ptx.Pred{}
-		if c.as.T != ptx.TypeInvalid {
-			// A candidate goes to its part's slot and moves that part on:
-			// the others' by 4 - 4 for a sure one (v.sure.thr >= v.thr:
-			// a sure one is a candidate), the sure ones' by 4.
-			sure = t.setp(ptx.GEU, x, v.sure.thr)
-			at = t.u32()
-			e.Selp(at, c.as, c.a, sure)
-		}
-		e.Guarded(p, func() {
-			e.St(ptx.SpaceShared, ptx.F32, ptx.At(at, 0), x)
-			e.St(ptx.SpaceShared, ptx.U32, ptx.At(at, toIdx), idx())
-			e.Add(c.a, c.a, ptx.Imm(4))
-		})
-		if c.as.T != ptx.TypeInvalid {
-			e.Guarded(sure, func() {
-				e.Sub(c.a, c.a, ptx.Imm(4))
-				e.Add(c.as, c.as, ptx.Imm(4))
-			})
-		}
-	})
+	if t.early {
+		e.If(t.earlyKept(v).Not(), func() { t.collectWalk(v, c) })
+	} else {
+		t.collectWalk(v, c)
+	}
 	t.sync()
 	t.mark(MarkP3Walked)
 	if c.unpack != nil {
 		c.unpack()
 	}
 	cleared = t.clearKept()
+	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
 	if t.part == nil || t.part.size == 1 {
 		return cleared
 	}
@@ -335,4 +311,97 @@ func (t *topk) splitFor4(v verdict, rest ptx.Reg) {
 			e.Mov(t.nsure, sure)
 		}
 	})
+}
+
+// collectWalk is Phase 3's walk: it stores this thread's candidates of
+// v.thr at c's slots, in walk order.
+func (t *topk) collectWalk(v verdict, c collected) {
+	e := t.e
+	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
+	// The over walk 16 elements a step, not cfg.unroll()'s 32 or 48: the
+	// element indices a step carries beside its values made ptxas spill
+	// (perf notes 86-88).
+	t.walkMine(v.thr, min(collectOverElems/t.perVec(), t.cfg.unroll()), func(x ptx.Reg, idx func() ptx.Reg) {
+		// Predicated, not branched: the pass streams like a counting pass.
+		// (One 8-byte store of value and index measured 60% slower on an
+		// H200 than these two.)
+		p := t.setp(ptx.GEU, x, v.thr)
+		at, sure := c.a, ptx.Pred{}
+		if c.as.T != ptx.TypeInvalid {
+			// A candidate goes to its part's slot and moves that part on:
+			// the others' by 4 - 4 for a sure one (v.sure.thr >= v.thr:
+			// a sure one is a candidate), the sure ones' by 4.
+			sure = t.setp(ptx.GEU, x, v.sure.thr)
+			at = t.u32()
+			e.Selp(at, c.as, c.a, sure)
+		}
+		e.Guarded(p, func() {
+			e.St(ptx.SpaceShared, ptx.F32, ptx.At(at, 0), x)
+			e.St(ptx.SpaceShared, ptx.U32, ptx.At(at, toIdx), idx())
+			e.Add(c.a, c.a, ptx.Imm(4))
+		})
+		if c.as.T != ptx.TypeInvalid {
+			e.Guarded(sure, func() {
+				e.Sub(c.a, c.a, ptx.Imm(4))
+				e.Add(c.as, c.as, ptx.Imm(4))
+			})
+		}
+	})
+}
+
+// earlyCollect is, where clusters share the row (Config.Groups) and
+// Phase 3's walk is the plain one (no sure set, no keep), the first
+// pass's work while the row's round is out (groupTotals): Phase 3's walk
+// at the first point, the one the verdict keeps on most rows, into this
+// CTA's buffer at the slots Phase 3 would give its candidates there.
+// Phase 3 then walks only where the verdict is another threshold
+// (earlyKept). The round through global memory waits about as long as a
+// walk over earlyMaxShare elements: past that, a wasted walk early costs
+// more than a kept one saves (perf notes 179), and so it does where the
+// CTA's part is longer. It collects nothing either where the other point
+// is not below the first (its verdict would place the candidates of the
+// CTAs after the leader, which arrive meanwhile, over the leader's early
+// ones), or the CTA's candidates would not fit its buffer.
+//
+// The threshold collected at waits where Phase 1 handed over the points
+// (guessOut, read only then), NaN where nothing was: in a register across
+// the round, ptxas spilled it.
+func (t *topk) earlyCollect(g guess) func(excl, cta []ptx.Reg) {
+	if t.group == nil || t.cfg.SureSet || t.keep != nil {
+		return nil
+	}
+	t.early = true
+	return func(excl, cta []ptx.Reg) {
+		e := t.e
+		e.Comment("Phase 3's walk at the first point, while the round is out")
+		hi, lo := g.first[0], g.first[1] // first[1] aims at more candidates
+		done := t.setp(ptx.LE, lo, hi)   // NaN: not ordered
+		e.AndPred(done, done, t.setp(ptx.LE, cta[0], ptx.Imm(int64(t.cfg.MaxCandidates))))
+		e.AndPred(done, done, t.setp(ptx.LE, t.part.s.n, ptx.Imm(int64(earlyMaxShare))))
+		e.If(t.setp(ptx.EQ, t.tid, ptx.Imm(0)), func() {
+			at := t.f32()
+			e.Selp(at, hi, ptx.FloatBits(0x7FC00000), done)
+			e.St(ptx.SpaceShared, ptx.F32, t.smem.at(t.guessOut, 0), at)
+		})
+		e.If(done, func() {
+			a := t.u32()
+			e.Mad(a, excl[0], ptx.Imm(4), t.smem.base)
+			e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
+			t.collectWalk(verdict{thr: hi}, collected{a: a})
+		})
+	}
+}
+
+// earlyMaxShare is the longest part of a row a CTA collects early
+// (earlyCollect): a walk over 16K elements in shared memory takes ~1 us,
+// about what the round's wait leaves (perf notes 179). A variable only so
+// that the tests can take both paths on short rows.
+var earlyMaxShare = 16384
+
+// earlyKept is whether earlyCollect collected the candidates of the
+// verdict v already.
+func (t *topk) earlyKept(v verdict) ptx.Pred {
+	at := t.f32()
+	t.e.Ld(ptx.SpaceShared, at, t.smem.at(t.guessOut, 0))
+	return t.setp(ptx.EQ, v.thr, at) // NaN: not kept
 }
