@@ -355,13 +355,15 @@ func (t *topk) collectWalk(v verdict, c collected) {
 // at the first point, the one the verdict keeps on most rows, into this
 // CTA's buffer at the slots Phase 3 would give its candidates there.
 // Phase 3 then walks only where the verdict is another threshold
-// (earlyKept). The round through global memory waits about as long as a
-// walk over earlyMaxShare elements: past that, a wasted walk early costs
-// more than a kept one saves (perf notes 179), and so it does where the
-// CTA's part is longer. It collects nothing either where the other point
-// is not below the first (its verdict would place the candidates of the
-// CTAs after the leader, which arrive meanwhile, over the leader's early
-// ones), or the CTA's candidates would not fit its buffer.
+// (earlyKept). It collects nothing early where
+//   - the CTA's part is longer than earlyMaxShare: the round through
+//     global memory waits about as long as a walk over that many, and a
+//     longer walk, wasted on a row whose verdict is another threshold,
+//     costs more than a kept one saves (perf notes 179);
+//   - the other point is not below the first: a verdict there would
+//     place the candidates of the leader's cluster, which arrive in its
+//     buffer meanwhile, over the leader's early ones;
+//   - the CTA's candidates there would not fit its buffer.
 //
 // The threshold collected at waits where Phase 1 handed over the points
 // (guessOut, read only then), NaN where nothing was: in a register across
