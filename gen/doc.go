@@ -72,7 +72,11 @@
 //     them to the first output slots as they are and selects among the
 //     others. In a cluster each CTA writes its own sure ones to those
 //     slots, with their page-table output, and hands the leader only the
-//     others (not with sorted output).
+//     others (not with sorted output). Where clusters share the row, a CTA
+//     of a part of at most 16K elements walks for its candidates at the
+//     first pass's first point while the pass's round through global
+//     memory waits, and Phase 3 walks only where the verdict is another
+//     threshold (earlyCollect).
 //   - Phase 4 (refine) is an exact radix select in shared memory on the
 //     candidates' key offsets within the span of their keys (Bins-bin
 //     histogram), guessed without a walk from the threshold and the
