@@ -165,12 +165,7 @@ type collected struct {
 // carries few registers: ptxas spilled in the walk otherwise.
 func (t *topk) collectParts(v verdict) collected {
 	e := t.e
-	slot := func(at ptx.Reg) ptx.Reg { // the index slot is at a fixed distance from the value slot
-		a := t.u32()
-		e.Mad(a, at, ptx.Imm(4), t.smem.base)
-		e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
-		return a
-	}
+	slot := t.candSlot
 	if !t.cfg.SureSet {
 		pos, ours := v.excl, v.cta
 		e.Mov(t.ncand, v.total)
@@ -313,6 +308,15 @@ func (t *topk) splitFor4(v verdict, rest ptx.Reg) {
 	})
 }
 
+// candSlot is the shared address of candidate slot j's value; its
+// index's is at a fixed distance (cand.idx.off - cand.bits.off) from it.
+func (t *topk) candSlot(j ptx.Reg) ptx.Reg {
+	a := t.u32()
+	t.e.Mad(a, j, ptx.Imm(4), t.smem.base)
+	t.e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
+	return a
+}
+
 // collectWalk is Phase 3's walk: it stores this thread's candidates of
 // v.thr at c's slots, in walk order.
 func (t *topk) collectWalk(v verdict, c collected) {
@@ -385,12 +389,7 @@ func (t *topk) earlyCollect(g guess) func(excl, cta []ptx.Reg) {
 			e.Selp(at, hi, ptx.FloatBits(0x7FC00000), done)
 			e.St(ptx.SpaceShared, ptx.F32, t.smem.at(t.guessOut, 0), at)
 		})
-		e.If(done, func() {
-			a := t.u32()
-			e.Mad(a, excl[0], ptx.Imm(4), t.smem.base)
-			e.Add(a, a, ptx.Imm(int64(t.cand.bits.off)))
-			t.collectWalk(verdict{thr: hi}, collected{a: a})
-		})
+		e.If(done, func() { t.collectWalk(verdict{thr: hi}, collected{a: t.candSlot(excl[0])}) })
 	}
 }
 
