@@ -41,7 +41,7 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 		c.unpack()
 	}
 	cleared = t.clearKept()
-	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
+	toIdx := t.candIdxOff()
 	if t.part == nil || t.part.size == 1 {
 		return cleared
 	}
@@ -309,7 +309,7 @@ func (t *topk) splitFor4(v verdict, rest ptx.Reg) {
 }
 
 // candSlot is the shared address of candidate slot j's value; its
-// index's is at a fixed distance (cand.idx.off - cand.bits.off) from it.
+// index's is candIdxOff bytes past it.
 func (t *topk) candSlot(j ptx.Reg) ptx.Reg {
 	a := t.u32()
 	t.e.Mad(a, j, ptx.Imm(4), t.smem.base)
@@ -317,11 +317,14 @@ func (t *topk) candSlot(j ptx.Reg) ptx.Reg {
 	return a
 }
 
+// candIdxOff is how far a candidate slot's index lies past its value.
+func (t *topk) candIdxOff() int64 { return int64(t.cand.idx.off - t.cand.bits.off) }
+
 // collectWalk is Phase 3's walk: it stores this thread's candidates of
 // v.thr at c's slots, in walk order.
 func (t *topk) collectWalk(v verdict, c collected) {
 	e := t.e
-	toIdx := int64(t.cand.idx.off - t.cand.bits.off)
+	toIdx := t.candIdxOff()
 	// The over walk 16 elements a step, not cfg.unroll()'s 32 or 48: the
 	// element indices a step carries beside its values made ptxas spill
 	// (perf notes 86-88).
