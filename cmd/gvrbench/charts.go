@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,26 +59,31 @@ func writeCharts(dir string, r *Report) ([]string, error) {
 	return names, nil
 }
 
-// latencyChart: median us against N (log scale) for batch b, a line per
-// kernel and timing mode (cold solid, warm dashed, graph dotted); nil
-// without timings.
+// latencyChart: median us against N for batch b, both axes log-scaled
+// (the kernels span two orders of magnitude), a line per kernel and
+// timing mode (cold solid, warm dashed, graph dotted: the title says so)
+// and a legend entry per kernel; nil without timings.
 func latencyChart(r *Report, b int) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, K = %d, batch %d: median latency", r.Device.Name, r.K, b)
+	p.Title.Text = fmt.Sprintf("%s, K = %d, batch %d: median latency (cold solid, warm dashed, graph dotted)", r.Device.Name, r.K, b)
 	p.X.Label.Text = "row length N"
 	p.Y.Label.Text = "us"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = nTicks{r.ns()}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = usTicks{}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	dashes := map[string][]vg.Length{"cold": nil, "warm": {vg.Points(6), vg.Points(3)}, "graph": {vg.Points(1.5), vg.Points(2)}}
-	lines := 0
+	lo, hi := math.Inf(1), 0.0
 	for ki, k := range r.Kernels {
+		legend := false
 		for _, mode := range []string{"cold", "warm", "graph"} {
 			var pts plotter.XYs
 			for _, n := range r.ns() {
 				if v := r.median(b, n, mode, k); v > 0 {
 					pts = append(pts, plotter.XY{X: float64(n), Y: v})
+					lo, hi = min(lo, v), max(hi, v)
 				}
 			}
 			if len(pts) == 0 {
@@ -92,15 +98,35 @@ func latencyChart(r *Report, b int) *plot.Plot {
 			l.Dashes = dashes[mode]
 			s.Shape = plotutil.Shape(ki)
 			p.Add(l, s)
-			p.Legend.Add(k+" "+mode, l, s)
-			lines++
+			if !legend {
+				p.Legend.Add(k, l, s)
+				legend = true
+			}
 		}
 	}
-	if lines == 0 {
+	if hi == 0 {
 		return nil
 	}
-	p.Y.Min = 0
+	// Room above the slowest line keeps the legend, top left, clear of
+	// the lines.
+	p.Y.Min, p.Y.Max = lo/1.25, hi*4
 	return p
+}
+
+// usTicks labels the log-scaled latency axis at 1, 2 and 5 times the
+// powers of ten between lo and hi.
+type usTicks struct{}
+
+func (usTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * d; v >= lo && v <= hi {
+				ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return ts
 }
 
 // nTicks labels the log-scaled N axis at the measured lengths.

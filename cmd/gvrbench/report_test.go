@@ -618,3 +618,14 @@ func TestMergeRuns(t *testing.T) {
 		t.Errorf("several reports without -tune: %v", err)
 	}
 }
+
+// The latency axis's ticks: 1, 2 and 5 times each power of ten in range.
+func TestUsTicks(t *testing.T) {
+	var got []string
+	for _, tk := range (usTicks{}).Ticks(1.5, 600) {
+		got = append(got, tk.Label)
+	}
+	if want := "[2 5 10 20 50 100 200 500]"; fmt.Sprint(got) != want {
+		t.Errorf("ticks %v, want %s", got, want)
+	}
+}
