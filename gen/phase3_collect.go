@@ -89,9 +89,7 @@ func (t *topk) phase3Collect(v verdict) (cleared ptx.Pred) {
 		e.For(j, t.tid, handed, ptx.Imm(int64(t.threads)), func() {
 			src := c.from(j)
 			b, i := t.loadCand(src)
-			d := c.to(j, src)
-			e.Mad(d, d, ptx.Imm(4), t.smem.base)
-			e.Add(d, d, ptx.Imm(int64(t.cand.bits.off)))
+			d := t.candSlot(c.to(j, src))
 			e.Mapa(ptx.SpaceSharedCluster, d, d, ptx.Imm(0))
 			if mbar {
 				e.StAsync(ptx.U32, ptx.At(d, 0), b, ptx.At(remoteHand, 0))
