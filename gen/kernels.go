@@ -46,6 +46,7 @@ var generators = map[string]generator{
 		gen: genClusterCountGE, cluster: true},
 	"cluster_read": {doc: "a cluster's CTAs bulk-copy their slices of a row into shared memory, nothing else: the floor of a cluster kernel (sm_90+)",
 		gen: genClusterRead, cluster: true},
+	"hold": {doc: "every thread spins until %globaltimer has gone ns nanoseconds past its start, touching no memory: a stream held busy on the GPU", gen: genHold},
 }
 
 // ErrSharedMemory is in the error of a kernel that needs more shared
@@ -255,6 +256,22 @@ func genWarpReduce(cfg Config) (*Kernel, error) {
 		e.St(ptx.SpaceGlobal, ptx.U32, ptx.At(a.Base, 8), hi)
 	})
 	return finish("warp_reduce", cfg, m, c)
+}
+
+// genHold: hold(ns). Each thread reads %globaltimer and spins until it
+// has advanced ns. A launch queued behind it reaches the GPU while the
+// stream is still busy, as one behind other work does, so that events
+// around it time the GPU and not the host's submission (gvrbench's warm
+// launches).
+func genHold(cfg Config) (*Kernel, error) {
+	m, e, sv := kernelModule("hold", cfg)
+	ns := e.Param("ns", ptx.U64)
+	c := newCTA(e, cfg.Target, cfg.BlockSize, sv)
+	end, now := c.u64(), c.u64()
+	e.Mov(end, ptx.GlobalTimer)
+	e.Add(end, end, e.LdParam(ns))
+	e.DoWhile(func() { e.Mov(now, ptx.GlobalTimer) }, func() ptx.Pred { return c.setp(ptx.LT, now, end) })
+	return finish("hold", cfg, m, c)
 }
 
 // genBlockScan: block_scan(in, out, totals). CTA r scans in[r*B .. r*B+B):

@@ -9,6 +9,7 @@ import (
 	"github.com/gvr-go/gvr/gen"
 	"github.com/gvr-go/gvr/internal/fuzzcase"
 	"github.com/gvr-go/gvr/ptx"
+	"github.com/gvr-go/gvr/ptx/emu"
 )
 
 // TestRoundTrip: every kernel, on every target and for several configs,
@@ -105,5 +106,31 @@ func TestGenerateValidConfigs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// hold spins until its timer has gone ns past its start and then ends: in
+// the interpreter, whose %globaltimer counts the CTA's warp instructions
+// and which runs a warp on until it blocks, each of the two warps issues
+// ns of them after the other's, and a hold of 0 runs its loop once.
+func TestHold(t *testing.T) {
+	p, k := load(t, "hold", gen.Config{K: 16, MaxCandidates: 64, BlockSize: 64, Bins: 64, Target: ptx.SM90})
+	issued := func(ns uint64) int64 {
+		t.Helper()
+		st, err := p.Run(emu.NewMemory(), emu.Launch{Grid: [3]int{1}, Args: k.Launch.Args().Set("ns", ns)})
+		if err != nil {
+			t.Fatalf("hold(%d): %v", ns, err)
+		}
+		return st.WarpInstructions
+	}
+	zero := issued(0)
+	if zero > 2*20 { // two warps, a few instructions each
+		t.Errorf("hold(0) issued %d warp instructions, want one pass of its loop", zero)
+	}
+	for _, ns := range []uint64{500, 5000} {
+		lo, hi := 2*int64(ns), 2*int64(ns)+zero+2*3 // and one more pass of the loop's 3
+		if got := issued(ns); got < lo || got > hi {
+			t.Errorf("hold(%d) issued %d warp instructions, want %d to %d", ns, got, lo, hi)
+		}
 	}
 }

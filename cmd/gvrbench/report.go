@@ -37,6 +37,9 @@ type Report struct {
 	// FlushRead: cold launches followed a flush that read its buffer
 	// (-flush-by read), not one that wrote it.
 	FlushRead bool `json:"flush_read,omitempty"`
+	// HoldUS: how long the hold a warm launch queues behind ran at the
+	// end (its first length, doubled for each host that was slower).
+	HoldUS float64 `json:"hold_us,omitempty"`
 	// PhasesWarm: the phases were taken warm (-phases-warm), not cold.
 	PhasesWarm bool     `json:"phases_warm,omitempty"`
 	Replays    []Replay `json:"replays,omitempty"`
@@ -70,6 +73,9 @@ type Timing struct {
 	P90US    float64 `json:"p90_us"`
 	MinUS    float64 `json:"min_us"`
 	Samples  int     `json:"samples"`
+	// Retaken: samples taken again because the host had not yet submitted
+	// the launch when the work queued ahead of it ended (gvrbench's once).
+	Retaken int `json:"retaken,omitempty"`
 }
 
 // Phases is the instrumented kernel's breakdown for one batch: the mean
@@ -146,8 +152,12 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.FlushRead {
 		flushBy = "reading"
 	}
-	fmt.Fprintf(w, "%s; K = %d; median of %d launches after %d warm-up, CUDA events; cold: L2 flushed by %s %d MB before each launch\n",
+	fmt.Fprintf(w, "%s; K = %d; median of %d launches after %d warm-up, CUDA events; cold: L2 flushed by %s %d MB before each launch",
 		r.Workload, r.K, r.Iters, r.Warmup, flushBy, r.FlushMB)
+	if r.HoldUS > 0 {
+		fmt.Fprintf(w, "; warm: queued behind a %.0f us hold of the GPU", r.HoldUS)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "command: %s\n", r.Command)
 	for _, l := range r.Loaded {
 		fmt.Fprintf(w, "kernel %s\n", l)
@@ -220,6 +230,10 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 	}
 
+	if n, most := r.retaken(); n > 0 {
+		fmt.Fprintf(w, "%d samples taken again: the host had not submitted the launch when the work queued ahead of it ended (most: %s)\n", n, most)
+	}
+
 	if len(r.Phases) > 0 {
 		fmt.Fprintf(w, "\nphases (instrumented kernels, %s, mean per row; us from SM cycles at %d MHz):\n", r.phasesMode(), d.ClockMHz)
 		fmt.Fprintf(w, "%5s %7s %-9s %8s %8s %8s %8s %7s %7s %7s %7s %7s  %s\n", "batch", "N", "kernel",
@@ -254,6 +268,19 @@ func (r *Report) WriteTable(w io.Writer) {
 	WriteReplays(w, r.Replays)
 	WriteAblations(w, r.Ablations)
 	r.writeMismatches(w)
+}
+
+// retaken is the samples taken again over every timing, and the timing
+// with the most.
+func (r *Report) retaken() (n int, most string) {
+	top := 0
+	for _, t := range r.Timings {
+		n += t.Retaken
+		if t.Retaken > top {
+			top, most = t.Retaken, fmt.Sprintf("%s, batch %d, N %d, %s: %d", t.Kernel, t.Batch, t.N, t.Mode, t.Retaken)
+		}
+	}
+	return n, most
 }
 
 // writeMismatches says whether every output matched the reference.
