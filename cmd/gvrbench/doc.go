@@ -34,7 +34,7 @@
 // where the rule takes it),
 //
 // cold (L2 flushed by writing a 256 MB buffer before each launch; with
-// -flush-by read, by reading it), warm, and with -mode graph, launches
+// -flush-by read, by reading it), warm (L2 holding the row), and with -mode graph, launches
 // replayed from a CUDA graph (kernel time without the host's launch and
 // event overhead: how FlashInfer, vLLM and SGLang publish theirs), all on the same data in the same run (every row
 // N long, its length in a device array, or with -dense a dense batch,
@@ -78,14 +78,17 @@
 //	                                  knobs), to -compare with a default run: a sweep
 //	                                  needs no second binary
 //
-// Warm medians are slower than cold ones at small N (12.5 us cold, 15.3
-// warm at 8K on an H100), which is how they are taken rather than the
-// kernel, by the evidence so far: a cold launch is queued behind the L2
-// flush, so its start event, the launch and its end event reach the GPU
-// back to back; a warm one follows the host's wait for the previous
-// launch, so its start event runs on an idle stream while the host is
-// still submitting the launch. Graph replays (warm L2, no host in between)
-// take 9.2 us there.
+// Each cold or warm launch lies between two events that reach a busy
+// stream: a cold one behind the L2 flush, a warm one behind gen's hold
+// kernel (20 us, doubled whenever the host was slower), so that the events
+// time the GPU and not the host's submission. Where the start event had
+// already run when the host had submitted the end event, the sample is
+// taken again; the report counts them (retaken, and the hold's last
+// length). Before perf notes 190 a warm launch followed the host's wait
+// for the previous one, its start event ran on an idle stream while the
+// host still submitted the launch, and warm medians came out above cold
+// ones (11.6 us warm, 8.1 cold at 8K on an H100; 7.8 warm now) and now and
+// then several times them for a whole cell.
 //
 // A replay runs each step through a topk.Selector with the instrumented
 // kernels and topk.Config.AlwaysPredict (it measures the prediction), each step's output the next one's prediction, checks every
