@@ -80,6 +80,18 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("-phases-warm's phases are not said to be warm:\n%s", b.String())
 	}
 	r.PhasesWarm = false
+	if strings.Contains(b.String(), "taken again") || strings.Contains(b.String(), "hold") {
+		t.Errorf("a run with no hold and no sample taken again says otherwise:\n%s", b.String())
+	}
+	r.HoldUS, r.Timings[1].Retaken, r.Timings[3].Retaken = 40, 1, 2
+	b.Reset()
+	r.WriteTable(&b)
+	for _, want := range []string{"; warm: queued behind a 40 us hold of the GPU\n",
+		"3 samples taken again: the host had not submitted the launch when the work queued ahead of it ended (most: fallback, batch 1, N 65536, warm: 2)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
 	r.Mismatches = []string{"gvr, batch 1, N 65536, row 0: wrong"}
 	b.Reset()
 	r.WriteTable(&b)
