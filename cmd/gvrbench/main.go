@@ -805,9 +805,10 @@ func (b *bencher) kernelFor(name string, n, batch int) (k, ik *runtime.Kernel, e
 
 // graphTime captures launches of k into a CUDA graph and replays it,
 // warmup+iters times: each sample is a replay's time between two events
-// divided by its launches. Back to back and warm, without a launch's host
-// overhead and a cold launch's wait: how FlashInfer, vLLM and SGLang
-// publish kernel times.
+// (queued behind a hold, as a warm launch, so that the host's submission
+// of the replay is not in it) divided by its launches. Back to back and
+// warm, without a launch's host overhead and a cold launch's wait: how
+// FlashInfer, vLLM and SGLang publish kernel times.
 func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time.Duration, error) {
 	const perGraph = 20
 	g, err := b.st.Capture(func() error {
@@ -824,14 +825,7 @@ func (b *bencher) graphTime(k *runtime.Kernel, rows int, args *ptx.Args) ([]time
 	defer g.Close()
 	var samples []time.Duration
 	for i := range b.o.warm + b.o.iters {
-		err := errors.Join(b.start.Record(b.st), g.Launch(b.st), b.end.Record(b.st))
-		if err == nil {
-			err = b.end.Synchronize()
-		}
-		if err != nil {
-			return nil, err
-		}
-		el, err := runtime.Elapsed(b.start, b.end)
+		el, err := b.queued(false, 0, func() error { return g.Launch(b.st) })
 		if err != nil {
 			return nil, err
 		}
@@ -865,15 +859,21 @@ func (b *bencher) time(k *runtime.Kernel, rows int, args *ptx.Args, cold bool) (
 	return samples, nil
 }
 
-// once launches k between two events and returns the time between them.
-// The launch is queued behind GPU work, so that the events time the GPU
-// and not the host: cold, behind the L2 flush (writing fill to the flush
-// buffer, or with -flush-by read reading it); warm, behind a hold of
+// once launches k between two events and returns the time between them
+// (queued: cold behind the L2 flush, with fill).
+func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, fill uint32) (time.Duration, error) {
+	return b.queued(cold, fill, func() error { return b.launch(k, rows, args) })
+}
+
+// queued submits launch between two events, queued behind GPU work so
+// that the events time the GPU and not the host, and returns the time
+// between them: cold, behind the L2 flush (writing fill to the flush
+// buffer, or with -flush-by read reading it); otherwise behind a hold of
 // b.holdNS, which touches no memory. Where the start event had run before
 // the host had submitted the end event (the host was slower than the work
 // ahead, so the events would time its submission too), the sample is
-// taken again (b.retaken), warm behind a hold twice as long.
-func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, fill uint32) (time.Duration, error) {
+// taken again (b.retaken), behind a hold twice as long.
+func (b *bencher) queued(cold bool, fill uint32, launch func() error) (time.Duration, error) {
 	const maxHold = 10_000_000 // ns: a host slower than this is broken
 	for {
 		var err error
@@ -888,7 +888,7 @@ func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, f
 		if err != nil {
 			return 0, err
 		}
-		err = errors.Join(b.start.Record(b.st), b.launch(k, rows, args), b.end.Record(b.st))
+		err = errors.Join(b.start.Record(b.st), launch(), b.end.Record(b.st))
 		var early bool
 		if err == nil {
 			early, err = b.start.Done()
