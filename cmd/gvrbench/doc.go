@@ -79,12 +79,12 @@
 //	                                  needs no second binary
 //
 // Each cold or warm launch, and each graph replay, lies between two events
-// that reach a busy stream: a cold one behind the L2 flush, the others
-// behind gen's hold kernel (20 us, doubled whenever the host was slower),
-// so that the events time the GPU and not the host's submission. Where the start event had
-// already run when the host had submitted the end event, the sample is
-// taken again; the report counts them (retaken, and the hold's last
-// length). Before perf notes 190 a warm launch followed the host's wait
+// that reach a busy stream: behind gen's hold kernel (20 us, doubled
+// whenever the host was slower), and a cold one behind the L2 flush after
+// it, so that the events time the GPU and not the host's submission.
+// Where the start event had already run when the host had submitted the
+// end event, the sample is taken again; the report counts them (retaken,
+// and the hold's last length). Before perf notes 190 a warm launch followed the host's wait
 // for the previous one, its start event ran on an idle stream while the
 // host still submitted the launch, and warm medians came out above cold
 // ones (11.6 us warm, 8.1 cold at 8K on an H100; 7.8 warm now) and now and

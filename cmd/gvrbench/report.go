@@ -37,8 +37,8 @@ type Report struct {
 	// FlushRead: cold launches followed a flush that read its buffer
 	// (-flush-by read), not one that wrote it.
 	FlushRead bool `json:"flush_read,omitempty"`
-	// HoldUS: how long the hold a warm launch queues behind ran at the
-	// end (its first length, doubled for each host that was slower).
+	// HoldUS: how long the hold a timed launch queues behind ran at the
+	// end (its first length, doubled for each sample taken again).
 	HoldUS float64 `json:"hold_us,omitempty"`
 	// PhasesWarm: the phases were taken warm (-phases-warm), not cold.
 	PhasesWarm bool     `json:"phases_warm,omitempty"`
@@ -155,7 +155,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "%s; K = %d; median of %d launches after %d warm-up, CUDA events; cold: L2 flushed by %s %d MB before each launch",
 		r.Workload, r.K, r.Iters, r.Warmup, flushBy, r.FlushMB)
 	if r.HoldUS > 0 {
-		fmt.Fprintf(w, "; warm: queued behind a %.0f us hold of the GPU", r.HoldUS)
+		fmt.Fprintf(w, "; each launch queued behind a %.0f us hold of the GPU", r.HoldUS)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "command: %s\n", r.Command)

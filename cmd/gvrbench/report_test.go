@@ -86,7 +86,7 @@ func TestWriteTable(t *testing.T) {
 	r.HoldUS, r.Timings[1].Retaken, r.Timings[3].Retaken = 40, 1, 2
 	b.Reset()
 	r.WriteTable(&b)
-	for _, want := range []string{"; warm: queued behind a 40 us hold of the GPU\n",
+	for _, want := range []string{"; each launch queued behind a 40 us hold of the GPU\n",
 		"3 samples taken again: the host had not submitted the launch when the work queued ahead of it ended (most: fallback, batch 1, N 65536, warm: 2)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
