@@ -43,7 +43,10 @@
 // for a per-phase breakdown of every column but the page-table output's
 // (cold; -phases-warm: warm, for what a cold row's misses add to each
 // step). It prints a table, or JSON with -json, and a
-// progress line per batch on stderr. It exits 1 if any output differs
+// progress line per batch on stderr. Where the table has floor columns,
+// it adds each cluster kernel's ratio to the floor of its cluster size
+// (cgvr16/floor16) and the selector's to the largest cluster's
+// (auto/floor16): how far each is from reading its rows alone. It exits 1 if any output differs
 // from the reference.
 //
 // Build it with the cuda tag (make gpu-test writes gpubin/gvrbench; make

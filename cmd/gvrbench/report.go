@@ -180,10 +180,12 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 	}
 	speedup := slices.Contains(r.Kernels, "gvr") && slices.Contains(r.Kernels, "fallback")
+	ratios := r.floorRatios()
 	colW := 9
 	for _, k := range r.Kernels {
 		colW = max(colW, len(k)+1) // cgvr16.bf16, cgvr16+pages
 	}
+
 	// Header: mode group titles, then kernel names.
 	var h1, h2 strings.Builder
 	fmt.Fprintf(&h1, "%5s %7s", "", "")
@@ -193,6 +195,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		if speedup {
 			width += colW
 		}
+		for _, q := range ratios {
+			width += q.width(colW)
+		}
 		fmt.Fprintf(&h1, " | %-*s", width-1, m+": median us")
 		h2.WriteString(" |")
 		for _, k := range r.Kernels {
@@ -200,6 +205,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		if speedup {
 			fmt.Fprintf(&h2, "%*s", colW, "fb/gvr")
+		}
+		for _, q := range ratios {
+			fmt.Fprintf(&h2, "%*s", q.width(colW), q.name())
 		}
 	}
 	fmt.Fprintln(w, strings.TrimRight(h1.String(), " "))
@@ -223,6 +231,13 @@ func (r *Report) WriteTable(w io.Writer) {
 					g, f := r.median(b, n, m, "gvr"), r.median(b, n, m, "fallback")
 					if g > 0 {
 						fmt.Fprintf(w, "%*.2fx", colW-1, f/g)
+					}
+				}
+				for _, q := range ratios {
+					if k, f := r.median(b, n, m, q.kernel), r.median(b, n, m, q.floor); k > 0 && f > 0 {
+						fmt.Fprintf(w, "%*.2fx", q.width(colW)-1, k/f)
+					} else {
+						fmt.Fprintf(w, "%*s", q.width(colW), "-")
 					}
 				}
 			}
@@ -268,6 +283,41 @@ func (r *Report) WriteTable(w io.Writer) {
 	WriteReplays(w, r.Replays)
 	WriteAblations(w, r.Ablations)
 	r.writeMismatches(w)
+}
+
+// floorRatio is a column of one kernel's medians over a floor's (the
+// row read into a cluster's shared memory and nothing else): how far the
+// kernel is from what its reads alone cost.
+type floorRatio struct{ kernel, floor string }
+
+func (q floorRatio) name() string { return q.kernel + "/" + q.floor }
+
+// width is the column's width in a table whose columns are colW wide.
+func (q floorRatio) width(colW int) int { return max(colW, len(q.name())+1) }
+
+// floorRatios are the table's ratio columns, where it has a floor: each
+// cluster kernel's column against the floor of its cluster size, and the
+// selector's choice (auto) against the floor of the largest cluster size
+// measured, the fastest read of a row.
+func (r *Report) floorRatios() []floorRatio {
+	floors, largest := map[int]string{}, 0
+	for _, k := range r.Kernels {
+		if p, c := clusterOf(k); p == "floor" {
+			floors[c], largest = k, max(largest, c)
+		}
+	}
+	var qs []floorRatio
+	for _, k := range r.Kernels {
+		col := parseColumn(k)
+		switch p, c := clusterOf(col.kernel); {
+		case p == "floor" || len(floors) == 0:
+		case c > 0 && floors[c] != "":
+			qs = append(qs, floorRatio{k, floors[c]})
+		case col.kernel == "auto":
+			qs = append(qs, floorRatio{k, floors[largest]})
+		}
+	}
+	return qs
 }
 
 // retaken is the samples taken again over every timing, and the timing

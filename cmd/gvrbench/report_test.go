@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gvr-go/gvr/topk"
 )
 
@@ -639,5 +641,36 @@ func TestUsTicks(t *testing.T) {
 	}
 	if want := "[2 5 10 20 50 100 200 500]"; fmt.Sprint(got) != want {
 		t.Errorf("ticks %v, want %s", got, want)
+	}
+}
+
+// The table sets each cluster kernel's median over the floor of its
+// cluster size, and the selector's over the largest cluster's floor; a
+// cell whose floor was not measured shows "-".
+func TestFloorRatios(t *testing.T) {
+	r := &Report{K: 2048, Kernels: []string{"gvr", "cgvr8+mbar", "cgvr16", "auto", "floor8", "floor16"}}
+	want := []floorRatio{{"cgvr8+mbar", "floor8"}, {"cgvr16", "floor16"}, {"auto", "floor16"}}
+	if diff := cmp.Diff(want, r.floorRatios(), cmp.AllowUnexported(floorRatio{})); diff != "" {
+		t.Errorf("floorRatios (-want +got):\n%s", diff)
+	}
+	for k, us := range map[string]float64{"gvr": 30, "cgvr8+mbar": 12, "cgvr16": 10, "auto": 9, "floor8": 4, "floor16": 3} {
+		r.Timings = append(r.Timings, Timing{Batch: 1, N: 65536, Mode: "cold", Kernel: k, MedianUS: us})
+		if k != "floor16" {
+			r.Timings = append(r.Timings, Timing{Batch: 1, N: 1048576, Mode: "cold", Kernel: k, MedianUS: 2 * us})
+		}
+	}
+	var b strings.Builder
+	r.WriteTable(&b)
+	for _, want := range []string{
+		"floor16 cgvr8+mbar/floor8 cgvr16/floor16 auto/floor16\n",
+		"    1   65536 |       30.0       12.0       10.0        9.0        4.0        3.0             3.00x          3.33x        3.00x\n",
+		"    1 1048576 |       60.0       24.0       20.0       18.0        8.0          -             3.00x              -            -\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if qs := (&Report{Kernels: []string{"gvr", "auto", "cgvr16"}}).floorRatios(); len(qs) != 0 {
+		t.Errorf("ratios %v without a floor column", qs)
 	}
 }
