@@ -261,7 +261,7 @@ func genWarpReduce(cfg Config) (*Kernel, error) {
 // genHold: hold(ns). Each thread reads %globaltimer and spins until it
 // has advanced ns. A launch queued behind it reaches the GPU while the
 // stream is still busy, as one behind other work does, so that events
-// around it time the GPU and not the host's submission (gvrbench's warm
+// around it time the GPU and not the host's submission (gvrbench's timed
 // launches).
 func genHold(cfg Config) (*Kernel, error) {
 	m, e, sv := kernelModule("hold", cfg)

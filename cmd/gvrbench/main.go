@@ -101,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	flushBy := fs.String("flush-by", "write", "how a cold launch's L2 flush evicts the row: write (a memset of -flush-mb MB, leaving the L2 full of dirty lines that the timed kernel's misses write back, as Triton's do_bench and nvbench flush) or read (count_ge over them: clean lines; what the write-backs cost, perf notes 173)")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic scores")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
-	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm (the launch queued behind a hold of the GPU instead), graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
+	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm (no flush), graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
 	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, each beside its fallback (topk_fallback, topk_fallback_cluster), for every -batch and -n (cold and graph-replayed), and write the choice per batch and N to `file`: the fewest SMs whose worse mode (its median over the fastest's) is within 2% of the best, with the prediction unless the fallback of that shape is faster in both modes, by more than 2% in one; each kernel timed with the sure set too, and ranked with it where topk.SureSet's rule takes it (topk.Tuning JSON; topk/tuning/ keeps one per GPU); with -from, the choice of a saved -tune run's report (-o), or of several runs' (comma-separated: each cell's median over them)")
 	fs.BoolVar(&o.phases, "phases", true, "per-phase breakdown from the instrumented kernels")
 	fs.BoolVar(&o.phasesWarm, "phases-warm", false, "take the per-phase breakdown warm (after one untimed launch, no L2 flush before each) instead of cold: what a cold row's misses add to each step")
@@ -302,8 +302,8 @@ type bencher struct {
 	flush      *runtime.Buffer
 	reader     *flushReader               // -flush-by read; nil: flush by writing
 	hold       *runtime.Kernel            // gen's hold: what a timed launch queues behind
-	holdNS     uint64                     // its length, doubled whenever the host took longer to submit
-	retaken    int                        // samples taken again since the last Timing (once)
+	holdNS     uint64                     // its length, doubled for each sample taken again
+	retaken    int                        // samples taken again since the last Timing (queued)
 	kern       map[string]*runtime.Kernel // by kernel name, and name+"/instrumented"
 	rep        *Report
 	workspace  *runtime.Buffer // the kernels' whose rows clusters share (gen.GroupWorkspaceBytes a row), zero before the first launch
