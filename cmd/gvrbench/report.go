@@ -388,7 +388,7 @@ type Replay struct {
 	CandP99  float64    `json:"candidates_p99"`
 	Paths    [4]int     `json:"paths"`    // predicted rows by path: copy, gvr, exact, held
 	PhaseUS  [4]float64 `json:"phase_us"` // mean per predicted row, from SM cycles
-	StepUS   float64    `json:"step_us"`  // median time of a step (CUDA events around Select)
+	StepUS   float64    `json:"step_us"`  // median time of a step (CUDA events around Select, on an idle stream: unlike the table's timings, its host work is in it)
 }
 
 // WriteReplays prints the replay table.
