@@ -302,6 +302,7 @@ type bencher struct {
 	flush      *runtime.Buffer
 	reader     *flushReader               // -flush-by read; nil: flush by writing
 	hold       *runtime.Kernel            // gen's hold: what a timed launch queues behind
+	holdArgs   *ptx.Args                  // its arguments, made once: a sample sets ns and allocates nothing
 	holdNS     uint64                     // its length, doubled for each sample taken again
 	retaken    int                        // samples taken again since the last Timing (queued)
 	kern       map[string]*runtime.Kernel // by kernel name, and name+"/instrumented"
@@ -344,7 +345,7 @@ func bench(o options, progress io.Writer) (*Report, error) {
 	if b.hold, err = topk.Kernel(dev, "hold", hcfg); err != nil {
 		return nil, err
 	}
-	b.holdNS = 20_000
+	b.holdArgs, b.holdNS = b.hold.Args(), 20_000
 	if o.flushRead {
 		if b.reader, err = newFlushReader(dev, b.config(), b.flush); err != nil {
 			return nil, fmt.Errorf("-flush-by read: %w", err)
@@ -874,7 +875,7 @@ func (b *bencher) once(k *runtime.Kernel, rows int, args *ptx.Args, cold bool, f
 func (b *bencher) queued(cold bool, fill uint32, launch func() error) (time.Duration, error) {
 	const maxHold = 10_000_000 // ns: a host slower than this is broken
 	for {
-		err := b.hold.Launch(b.st, 1, b.hold.Args().Set("ns", b.holdNS))
+		err := b.hold.Launch(b.st, 1, b.holdArgs.Set("ns", b.holdNS))
 		if err == nil && cold {
 			if b.reader != nil {
 				err = b.reader.launch(b.st)

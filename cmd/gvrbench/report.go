@@ -74,7 +74,7 @@ type Timing struct {
 	MinUS    float64 `json:"min_us"`
 	Samples  int     `json:"samples"`
 	// Retaken: samples taken again because the host had not yet submitted
-	// the launch when the work queued ahead of it ended (gvrbench's once).
+	// the launch when the work queued ahead of it ended (gvrbench's queued).
 	Retaken int `json:"retaken,omitempty"`
 }
 
@@ -185,7 +185,6 @@ func (r *Report) WriteTable(w io.Writer) {
 	for _, k := range r.Kernels {
 		colW = max(colW, len(k)+1) // cgvr16.bf16, cgvr16+pages
 	}
-
 	// Header: mode group titles, then kernel names.
 	var h1, h2 strings.Builder
 	fmt.Fprintf(&h1, "%5s %7s", "", "")
