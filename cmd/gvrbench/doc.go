@@ -91,8 +91,9 @@
 // for the previous one, its start event ran on an idle stream while the
 // host still submitted the launch, and warm medians came out above cold
 // ones (11.6 us warm, 8.1 cold at 8K on an H100; 7.8 warm now) and now and
-// then several times them for a whole cell: the host stalls, mostly while
-// Go's collector runs, for up to ~300 us.
+// then several times them for a whole cell: the host stalls now and then,
+// past half a millisecond at times, with Go's collector running or not (perf
+// notes 191).
 //
 // A replay runs each step through a topk.Selector with the instrumented
 // kernels and topk.Config.AlwaysPredict (it measures the prediction), each step's output the next one's prediction, checks every
