@@ -145,15 +145,15 @@ func TestClusterConfig(t *testing.T) {
 }
 
 // TestClusterTopK runs gvr_topk_cluster and topk_fallback_cluster in the
-// interpreter on the adversarial suite, clusters of C = 1, 2 and 4 CTAs,
-// with rows that fit the cluster's shared memory and rows longer than it
+// interpreter on the adversarial suite, clusters of C = 1 to 8 CTAs (not
+// only powers of two: the H100's table picks 3, 5 and 6), with rows that fit the cluster's shared memory and rows longer than it
 // (MaxN), every prediction mode, on several schedules with the race
 // checker: every row exact, and the output bit-identical on every
 // schedule.
 func TestClusterTopK(t *testing.T) {
 	for _, tc := range []struct {
 		C, maxN, n int
-	}{{1, 512, 300}, {2, 512, 300}, {4, 512, 300}, {2, 128, 300}, {4, 1024, 1000}, {8, 1024, 1000}} {
+	}{{1, 512, 300}, {2, 512, 300}, {4, 512, 300}, {2, 128, 300}, {4, 1024, 1000}, {8, 1024, 1000}, {3, 512, 300}, {6, 1024, 1000}} {
 		cfg := cfgK16
 		cfg.Cluster, cfg.MaxN = tc.C, tc.maxN
 		t.Run(fmt.Sprintf("C=%d/MaxN=%d/n=%d", tc.C, tc.maxN, tc.n), func(t *testing.T) {
@@ -417,7 +417,7 @@ func TestClusterTopKKeepOver(t *testing.T) {
 // schedules, the same output as with barrier.cluster, and only the slice's
 // cluster barrier left in the code.
 func TestClusterTopKMbarrierRounds(t *testing.T) {
-	for _, tc := range []struct{ C, maxN, n int }{{1, 512, 300}, {2, 512, 300}, {4, 1024, 1000}, {4, 256, 700}, {8, 512, 1500}} {
+	for _, tc := range []struct{ C, maxN, n int }{{1, 512, 300}, {2, 512, 300}, {4, 1024, 1000}, {4, 256, 700}, {8, 512, 1500}, {3, 512, 300}, {5, 256, 700}} {
 		cfg := cfgK16
 		cfg.Cluster, cfg.MaxN = tc.C, tc.maxN
 		mb := cfg
@@ -462,7 +462,8 @@ func TestSureSet(t *testing.T) {
 	}{{"gvr_topk", 0, 0, 300, false, false}, {"topk_fallback", 0, 0, 1000, false, false},
 		{"gvr_topk_cluster", 2, 512, 300, false, false}, {"gvr_topk_cluster", 4, 1024, 1000, true, false},
 		{"topk_fallback_cluster", 2, 1024, 1000, true, false}, {"gvr_topk_cluster", 2, 128, 1000, true, true},
-		{"topk_fallback_cluster", 4, 256, 700, false, true}, {"gvr_topk_cluster", 8, 512, 1500, true, false}} {
+		{"topk_fallback_cluster", 4, 256, 700, false, true}, {"gvr_topk_cluster", 8, 512, 1500, true, false},
+		{"topk_fallback_cluster", 3, 1024, 1000, true, false}, {"topk_fallback_cluster", 6, 1024, 1500, true, false}} {
 		cfg := one
 		cfg.Cluster, cfg.MaxN, cfg.MbarrierRounds, cfg.KeepOver = tc.C, tc.maxN, tc.mbar, tc.keep
 		cfg.SureSet, cfg.Instrument = true, true

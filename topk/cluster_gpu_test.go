@@ -62,7 +62,7 @@ func TestClusterKernels(t *testing.T) {
 			}
 		}
 	}
-	for _, C := range []int{1, 2, 4, 8, 16} {
+	for _, C := range []int{1, 2, 3, 4, 5, 6, 8, 16} {
 		if C > *maxCluster {
 			t.Logf("clusters of %d: not run (-gvr.max-cluster=%d)", C, *maxCluster)
 			continue
@@ -150,6 +150,10 @@ func TestAdversarialCluster(t *testing.T) {
 	sure := func(c *gen.Config) { mbar(c); c.SureSet = true }
 	cases = append(cases, clusterCase{C: 8, edit: sure}, clusterCase{C: 2, edit: func(c *gen.Config) { c.SureSet = true }},
 		clusterCase{C: 16, maxN: 65536, edit: func(c *gen.Config) { sure(c); keep(c) }})
+	// Sizes that are not powers of two, as the H100's table picks them at
+	// batches 16 and 32 (perf notes 192).
+	cases = append(cases, clusterCase{C: 3, edit: sure}, clusterCase{C: 5, edit: sure},
+		clusterCase{C: 6, maxN: 32768, edit: func(c *gen.Config) { mbar(c); keep(c) }})
 	for _, cc := range cases {
 		cfg := base
 		cfg.Cluster, cfg.MaxN = cc.C, cc.maxN

@@ -60,7 +60,8 @@
 //	gvrbench -kernels auto -scores f32,bf16,f16 -pages 64   what 16-bit rows save and the fused
 //	                                  page-table output costs, beside the plain kernel
 //	gvrbench -tune h100.json -cluster 2,4,8,16 -batch 1,2,4,8,16,32,64 -n 8192,...,2097152 -keep-over
-//	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU):
+//	                                  measure the Selector's kernel choice (topk/tuning/ keeps one per GPU;
+//	                                  -cluster takes any sizes up to 16: 3, 5 and 6 pay at batches 16-32):
 //	                                  each GVR kernel beside its fallback, which the table
 //	                                  may run on predicted rows too (topk.Tuning.Fallback)
 //	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector
