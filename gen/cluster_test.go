@@ -146,10 +146,10 @@ func TestClusterConfig(t *testing.T) {
 
 // TestClusterTopK runs gvr_topk_cluster and topk_fallback_cluster in the
 // interpreter on the adversarial suite, clusters of C = 1 to 8 CTAs (not
-// only powers of two: the H100's table picks 3, 5 and 6), with rows that fit the cluster's shared memory and rows longer than it
-// (MaxN), every prediction mode, on several schedules with the race
-// checker: every row exact, and the output bit-identical on every
-// schedule.
+// only powers of two: the H100's table picks 3, 5 and 6), with rows that
+// fit the cluster's shared memory and rows longer than it (MaxN), every
+// prediction mode, on several schedules with the race checker: every row
+// exact, and the output bit-identical on every schedule.
 func TestClusterTopK(t *testing.T) {
 	for _, tc := range []struct {
 		C, maxN, n int
@@ -449,9 +449,9 @@ func TestClusterTopKMbarrierRounds(t *testing.T) {
 // others: exact on the suite, with every prediction, the same output on
 // three schedules under the race checker (the slots' order is the
 // kernel's own: the sure ones first), and the set taken in some rows
-// (else the test would not test it). One CTA per row, and clusters of 2
-// and 4 with and without mbarrier rounds, rows held and streamed, with the
-// keep.
+// (else the test would not test it). One CTA per row, and clusters of 2,
+// 3, 4, 6 and 8 with and without mbarrier rounds, rows held and streamed,
+// with the keep.
 func TestSureSet(t *testing.T) {
 	one := cfgK16
 	one.Bins = 256
