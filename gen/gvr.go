@@ -129,6 +129,11 @@ type topk struct {
 	// itself, each CTA its own (outSure): Phase 4 then leaves them.
 	sureOut ptx.Pred
 
+	// setupOut emits the loads of the output's parameters (count, out,
+	// stats) into their registers: on every path once, before their first
+	// use, and where Phase 1 runs, under its first loads (perf notes 194).
+	setupOut func()
+
 	count   ptx.Reg           // u64 address of this row's out_count slot, 0 if none
 	stats   ptx.Reg           // u64 address of this row's stats record (Instrument)
 	stamps  [5]ptx.Reg        // u64 %clock64 at the phase boundaries (Instrument)
@@ -323,34 +328,38 @@ func newTopK(name string, cfg Config, withPred, withCand, cluster bool) (*topk, 
 	t.out.src = t.row
 	t.out.offset = t.constU32(0)
 	e.If(t.setp(ptx.NE, e.LdParam(pAbs), ptx.Imm(0)), func() { e.Mov(t.out.offset, start) })
-	t.count = t.u64()
-	e.Mov(t.count, ptx.Imm(0))
-	count := e.LdParam(pCount)
-	e.If(t.setp(ptx.NE, count, ptx.Imm(0)), func() {
-		g := t.u64()
-		e.CvtaToGlobal(g, count)
-		e.Mov(t.count, t.elemAddr(g, r, 4).Base)
-	})
-
-	// Output row r: K slots of indices and, if out_vals is not null, values.
-	rk := t.u32()
-	e.Mul(rk, r, ptx.Imm(int64(cfg.K)))
+	// The output's registers, which setupOut loads where Phase 1's first
+	// loads hide the parameters' latency (perf notes 194).
+	t.count, t.out.idx, t.out.vals, t.out.hasVals = t.u64(), t.u64(), t.u64(), t.pred()
 	t.out.slots = cfg.K
-	t.out.idx = t.u64()
-	e.Mov(t.out.idx, t.elemAddr(t.global(pIdx), rk, 4).Base)
-	vals := e.LdParam(pVals)
-	t.out.hasVals = t.setp(ptx.NE, vals, ptx.Imm(0))
-	t.out.vals = t.u64()
-	e.Mov(t.out.vals, ptx.Imm(0))
-	e.If(t.out.hasVals, func() {
-		g := t.u64()
-		e.CvtaToGlobal(g, vals)
-		e.Mov(t.out.vals, t.elemAddr(g, rk, 4).Base)
-	})
-	t.out.pages = t.pageOutput(pTable, pTableStride, pPageSize, pPages, r, rk, nextN)
+	t.out.pages = t.newPageOut()
 	if cfg.Instrument {
 		t.stats = t.u64()
-		e.Mov(t.stats, t.elemAddr(t.global(pStats), r, StatsBytes).Base)
+	}
+	t.setupOut = func() {
+		e.Mov(t.count, ptx.Imm(0))
+		count := e.LdParam(pCount)
+		e.If(t.setp(ptx.NE, count, ptx.Imm(0)), func() {
+			g := t.u64()
+			e.CvtaToGlobal(g, count)
+			e.Mov(t.count, t.elemAddr(g, r, 4).Base)
+		})
+		// Output row r: K slots of indices and, if out_vals is not null, values.
+		rk := t.u32()
+		e.Mul(rk, r, ptx.Imm(int64(cfg.K)))
+		e.Mov(t.out.idx, t.elemAddr(t.global(pIdx), rk, 4).Base)
+		vals := e.LdParam(pVals)
+		e.Setp(t.out.hasVals, ptx.NE, vals, ptx.Imm(0))
+		e.Mov(t.out.vals, ptx.Imm(0))
+		e.If(t.out.hasVals, func() {
+			g := t.u64()
+			e.CvtaToGlobal(g, vals)
+			e.Mov(t.out.vals, t.elemAddr(g, rk, 4).Base)
+		})
+		t.pageOutput(t.out.pages, pTable, pTableStride, pPageSize, pPages, r, rk, nextN)
+		if cfg.Instrument {
+			e.Mov(t.stats, t.elemAddr(t.global(pStats), r, StatsBytes).Base)
+		}
 	}
 	if cfg.Sorted {
 		// Every path stores its selection into the staging buffer; finish
@@ -504,6 +513,7 @@ func genRadix(cfg Config) (*Kernel, error) {
 	t, m := newTopK("topk_radix", cfg, false, false, false)
 	t.smallRow = true
 	e := t.e
+	t.setupOut()
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), t.copyShortRow, func() {
 		e.Mov(t.path, ptx.Imm(PathExact))
 		t.exactPath()
@@ -531,6 +541,7 @@ func (t *topk) body(phase1 func() guess) {
 		})
 	}
 	e.IfElse(t.setp(ptx.LE, t.n, t.k), func() {
+		t.setupOut()
 		t.leaderOnly()
 		t.endGroups()
 		t.copyShortRow()

@@ -21,6 +21,7 @@ import (
 func (t *topk) heldSelect() {
 	e := t.e
 	e.Comment("a held row: selected in shared memory, without Phases 1-3")
+	t.setupOut()
 	e.Mov(t.path, ptx.Imm(PathHeld))
 	e.Mov(t.ncand, t.n)
 	// The loads of a row walk are all in flight before its stores (an

@@ -24,11 +24,10 @@ type pageOut struct {
 // mapped through the page table of the row's batch, b = r / next_n (r with
 // next_n <= 1), whose row is page_table_stride entries. A page size of 0
 // counts as 1.
-func (t *topk) pageOutput(table, stride, size, out *ptx.Param, r, rk, nextN ptx.Reg) *pageOut {
+func (t *topk) pageOutput(p *pageOut, table, stride, size, out *ptx.Param, r, rk, nextN ptx.Reg) {
 	e := t.e
-	p := &pageOut{out: t.u64(), table: t.u64(), size: t.u32(), shift: t.u32(), pow2: t.pred()}
 	pages := e.LdParam(out)
-	p.has = t.setp(ptx.NE, pages, ptx.Imm(0))
+	e.Setp(p.has, ptx.NE, pages, ptx.Imm(0))
 	e.Mov(p.out, ptx.Imm(0))
 	e.Mov(p.table, ptx.Imm(0))
 	e.Mov(p.size, ptx.Imm(1))
@@ -56,7 +55,11 @@ func (t *topk) pageOutput(table, stride, size, out *ptx.Param, r, rk, nextN ptx.
 		e.Bfind(p.shift, p.size)
 		t.prefetchPages(p)
 	})
-	return p
+}
+
+// newPageOut is a pageOut's registers, which pageOutput sets.
+func (t *topk) newPageOut() *pageOut {
+	return &pageOut{has: t.pred(), out: t.u64(), table: t.u64(), size: t.u32(), shift: t.u32(), pow2: t.pred()}
 }
 
 // writePages writes the fused page-table output (where out_pages is set)

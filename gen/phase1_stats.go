@@ -56,6 +56,11 @@ func (t *topk) phase1PreIndexStats() guess {
 	// latency. (K = 2048 over 512 threads is that one step.) A cluster's
 	// estimate needs the others' sample shares, which come in the round
 	// that combines the values.
+	//
+	// The output's parameters load first (setupOut): the values' loads
+	// wait for the indices, loading since the kernel's start, and the
+	// parameters' latency passes under theirs (perf notes 194).
+	t.setupOut()
 	xs := t.predValues(pf.ps)
 	// mine takes in the first step's values and gathers the rest of my
 	// share: their minimum key and count, not yet reduced.
@@ -203,6 +208,9 @@ func (t *topk) phase1SampleStats() guess {
 	g := t.newGuess()
 	smp := t.sampleRow()
 	t.startPart()
+	// The output's parameters load once the sample's loads are out, their
+	// latency under the sample's (perf notes 194).
+	t.setupOut()
 	if t.part != nil && t.part.size > 1 {
 		t.gatherSample(smp, nil, nil)
 	} else {
