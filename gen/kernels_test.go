@@ -134,3 +134,38 @@ func TestHold(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputAfterSampleLoads: a fallback kernel loads its output's
+// parameters (out_idx and the rest) on Phase 1's path only once the row
+// sample's first load is out, so that their latency passes under the
+// sample's (perf notes 194): before, they were loaded ahead of Phase 1.
+func TestOutputAfterSampleLoads(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		cluster int
+	}{{"topk_fallback", 0}, {"topk_fallback_cluster", 8}} {
+		cfg := gen.DefaultConfig()
+		cfg.Target = ptx.SM90
+		cfg.Cluster = c.cluster
+		cfg.MbarrierRounds = c.cluster > 0
+		k, err := gen.Generate(c.name, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		text := k.PTX()
+		p1 := strings.Index(text, "// Phase 1 (no prediction)")
+		if p1 < 0 {
+			t.Fatalf("%s: no Phase 1 in its PTX", c.name)
+		}
+		phase1 := text[p1:]
+		load, out := strings.Index(phase1, "ld.global"), strings.Index(phase1, "[out_idx]")
+		switch {
+		case load < 0:
+			t.Errorf("%s: no global load on Phase 1's path", c.name)
+		case out < 0:
+			t.Errorf("%s: out_idx's parameter is not loaded on Phase 1's path (before it instead?)", c.name)
+		case out < load:
+			t.Errorf("%s: out_idx's parameter loads before the sample's first load (bytes %d and %d past Phase 1's start)", c.name, out, load)
+		}
+	}
+}
