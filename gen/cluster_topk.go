@@ -49,6 +49,18 @@ type clusterPart struct {
 // predicted values' minimum and count and its sample share's range.
 const exchangeVals = max(firstPoints, 4)
 
+// messageWidth is how many u32 an exchange round's message carries for
+// n values (send): a vector store takes 1, 2 or 4, the rest padding.
+func messageWidth(n int) int {
+	switch {
+	case n <= 1:
+		return 1
+	case n == 2:
+		return 2
+	}
+	return 4
+}
+
 // combineAlone is the cluster size from which one warp combines a round's
 // rows and the CTA reads the totals from shared memory (combineInWarp):
 // every thread adding the C rows itself is C*n shared loads a thread,
@@ -207,11 +219,25 @@ func (p *clusterPart) send(c *cta, vals []ptx.Reg) {
 			// Each value completes its bytes on CTA tid's mbarrier as it
 			// lands there: no fence and no arrival of ours (a release
 			// arrival is a MEMBAR.ALL.GPU: perf notes 41).
+			// All of them in one st.async (a vector, padded): a round
+			// takes longer by each message a CTA sends a CTA, not by its
+			// bytes (perf notes 200).
 			bar := c.u32()
 			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, c.tid)
-			for i, v := range vals {
-				e.StAsync(ptx.U32, ptx.At(remote, int64(4*i)), v, ptx.At(bar, 0))
+			w := messageWidth(len(vals))
+			if w == 1 {
+				e.StAsync(ptx.U32, ptx.At(remote, 0), vals[0], ptx.At(bar, 0))
+				return
 			}
+			vec := make(ptx.Vec, w)
+			for i := range vec {
+				if i < len(vals) {
+					vec[i] = vals[i]
+				} else {
+					vec[i] = c.constU32(0)
+				}
+			}
+			e.StAsync(ptx.U32, ptx.At(remote, 0), vec, ptx.At(bar, 0))
 			return
 		}
 		for i, v := range vals {
@@ -260,7 +286,7 @@ func (p *clusterPart) receive(c *cta, n int, ops []string, extraTx ptx.Operand) 
 	if p.mbar() {
 		// This CTA's one arrival a round expects every CTA's values' bytes,
 		// before or after they land.
-		var tx ptx.Operand = ptx.Imm(int64(4 * n * p.size))
+		var tx ptx.Operand = ptx.Imm(int64(4 * messageWidth(n) * p.size))
 		if extraTx != nil {
 			sum := c.u32()
 			e.Add(sum, extraTx, tx)

@@ -169,3 +169,35 @@ func TestOutputAfterSampleLoads(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundOneMessageEach checks that a cluster kernel's exchange round
+// sends a CTA's values to each CTA as one st.async (a vector where there
+// are several): a round takes longer by each message, not by its bytes
+// (perf notes 200). It counts the st.async between each round's send
+// ("combine across the cluster") and its receive's expected bytes.
+func TestRoundOneMessageEach(t *testing.T) {
+	for _, name := range []string{"topk_fallback_cluster", "gvr_topk_cluster"} {
+		cfg := gen.DefaultConfig()
+		cfg.Target = ptx.SM90
+		cfg.Cluster = 16
+		cfg.MbarrierRounds = true
+		cfg.SureSet = true
+		k, err := gen.Generate(name, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rounds := strings.Split(k.PTX(), "// combine across the cluster")[1:]
+		if len(rounds) == 0 {
+			t.Fatalf("%s: no exchange round in its PTX", name)
+		}
+		for i, r := range rounds {
+			end := strings.Index(r, "mbarrier.arrive.expect_tx")
+			if end < 0 {
+				t.Fatalf("%s: round %d has no receive after its send", name, i)
+			}
+			if n := strings.Count(r[:end], "st.async"); n != 1 {
+				t.Errorf("%s: round %d sends %d st.async a CTA, want 1", name, i, n)
+			}
+		}
+	}
+}
