@@ -216,12 +216,12 @@ func (p *clusterPart) send(c *cta, vals []ptx.Reg) {
 		remote := c.u32()
 		e.Mapa(ptx.SpaceSharedCluster, remote, row, c.tid)
 		if p.mbar() {
-			// Each value completes its bytes on CTA tid's mbarrier as it
-			// lands there: no fence and no arrival of ours (a release
-			// arrival is a MEMBAR.ALL.GPU: perf notes 41).
-			// All of them in one st.async (a vector, padded): a round
-			// takes longer by each message a CTA sends a CTA, not by its
-			// bytes (perf notes 200).
+			// The values go in one st.async (a vector, padded with
+			// zeros that combine never reads): a round takes longer by
+			// each message a CTA sends a CTA, not by its bytes (perf
+			// notes 200). It completes its bytes on CTA tid's mbarrier
+			// as it lands there: no fence and no arrival of ours (a
+			// release arrival is a MEMBAR.ALL.GPU: perf notes 41).
 			bar := c.u32()
 			e.Mapa(ptx.SpaceSharedCluster, bar, p.curBar, c.tid)
 			w := messageWidth(len(vals))
@@ -284,8 +284,9 @@ func (p *clusterPart) receive(c *cta, n int, ops []string, extraTx ptx.Operand) 
 		}
 	}
 	if p.mbar() {
-		// This CTA's one arrival a round expects every CTA's values' bytes,
-		// before or after they land.
+		// This CTA's one arrival a round expects every CTA's message's
+		// bytes (messageWidth's, padding included), before or after they
+		// land.
 		var tx ptx.Operand = ptx.Imm(int64(4 * messageWidth(n) * p.size))
 		if extraTx != nil {
 			sum := c.u32()
