@@ -318,19 +318,23 @@ func (p *clusterPart) receive(c *cta, n int, ops []string, extraTx ptx.Operand) 
 	return tot, below
 }
 
-// combineInWarp is receive's combine for large clusters: warp 0's lane r
-// loads row r (one vector load), a warp reduction a value takes the
-// totals and the lower ranks' sums, lane 0 leaves them after the rows;
-// a barrier, and every thread reads them. The buffer's next round is two
-// on: every thread has read these by the barrier of the round between,
-// past which warp 0 writes them again.
+// combineInWarp is receive's combine for large clusters: a warp's lane r
+// loads row r (one vector load), and a warp reduction a value takes the
+// totals and the lower ranks' sums. Where the target reduces a warp in
+// one instruction (redux.sync), every warp does so for itself; else warp
+// 0 does, lane 0 leaves them after the rows, a barrier, and every thread
+// reads them. The buffer's next round is two on: every thread has read
+// these by the barrier of the round between, past which warp 0 writes
+// them again.
 func (p *clusterPart) combineInWarp(c *cta, ops []string) (tot, below []ptx.Reg) {
 	e := c.e
 	if exchangeVals != 4 || len(ops) > 4 {
 		panic("gen: combineInWarp loads a row of 4 values at once")
 	}
-	res := int64(p.size * 4 * exchangeVals)
-	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
+	// reduce has the calling warp's lane r load row r and reduces each
+	// value over the rows, and for an added one over the rows of lower
+	// rank too, in every lane.
+	reduce := func() (tot, below []ptx.Reg) {
 		row := ptx.Vec{c.u32(), c.u32(), c.u32(), c.u32()}
 		for i := range row {
 			op := "add"
@@ -346,17 +350,35 @@ func (p *clusterPart) combineInWarp(c *cta, ops []string) (tot, below []ptx.Reg)
 			e.Ld(ptx.SpaceShared, row, ptx.At(at, 0))
 		})
 		lower := c.setp(ptx.LT, c.lane, p.s.rank)
-		first := c.setp(ptx.EQ, c.lane, ptx.Imm(0))
 		for i, op := range ops {
-			t := c.warpReduce(op, row[i])
-			e.Guarded(first, func() { e.St(ptx.SpaceShared, ptx.U32, ptx.At(p.cur, res+int64(4*i)), t) })
+			tot, below = append(tot, c.warpReduce(op, row[i])), append(below, c.constU32(0))
 			if op == "add" {
 				y := c.u32()
 				e.Selp(y, row[i], ptx.Imm(0), lower)
-				b := c.warpReduce(op, y)
-				e.Guarded(first, func() { e.St(ptx.SpaceShared, ptx.U32, ptx.At(p.cur, res+int64(4*(exchangeVals+i))), b) })
+				below[i] = c.warpReduce(op, y)
 			}
 		}
+		return tot, below
+	}
+	if c.target.Has(ptx.FeatReduxInt) {
+		// Every warp combines the rows itself, each value one redux: no
+		// barrier and no totals through shared memory (perf notes 202).
+		// The buffer is written again two rounds on, past the CTA
+		// barrier of the sums the next round sends.
+		return reduce()
+	}
+	res := int64(p.size * 4 * exchangeVals)
+	e.If(c.setp(ptx.EQ, c.warp, ptx.Imm(0)), func() {
+		t, b := reduce()
+		first := c.setp(ptx.EQ, c.lane, ptx.Imm(0))
+		e.Guarded(first, func() {
+			for i, op := range ops {
+				e.St(ptx.SpaceShared, ptx.U32, ptx.At(p.cur, res+int64(4*i)), t[i])
+				if op == "add" {
+					e.St(ptx.SpaceShared, ptx.U32, ptx.At(p.cur, res+int64(4*(exchangeVals+i))), b[i])
+				}
+			}
+		})
 	})
 	c.sync()
 	for i, op := range ops {
