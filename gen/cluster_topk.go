@@ -331,9 +331,9 @@ func (p *clusterPart) combineInWarp(c *cta, ops []string) (tot, below []ptx.Reg)
 	if exchangeVals != 4 || len(ops) > 4 {
 		panic("gen: combineInWarp loads a row of 4 values at once")
 	}
-	// reduce has the calling warp's lane r load row r and reduces each
-	// value over the rows, and for an added one over the rows of lower
-	// rank too, in every lane.
+	// reduce: the calling warp's lane r loads row r; each value is
+	// reduced over the rows (an added one over the rows of lower rank
+	// too), the result in every lane.
 	reduce := func() (tot, below []ptx.Reg) {
 		row := ptx.Vec{c.u32(), c.u32(), c.u32(), c.u32()}
 		for i := range row {
