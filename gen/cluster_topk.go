@@ -351,12 +351,14 @@ func (p *clusterPart) combineInWarp(c *cta, ops []string) (tot, below []ptx.Reg)
 		})
 		lower := c.setp(ptx.LT, c.lane, p.s.rank)
 		for i, op := range ops {
-			tot, below = append(tot, c.warpReduce(op, row[i])), append(below, c.constU32(0))
-			if op == "add" {
-				y := c.u32()
-				e.Selp(y, row[i], ptx.Imm(0), lower)
-				below[i] = c.warpReduce(op, y)
+			tot = append(tot, c.warpReduce(op, row[i]))
+			if op != "add" {
+				below = append(below, c.constU32(0))
+				continue
 			}
+			y := c.u32()
+			e.Selp(y, row[i], ptx.Imm(0), lower)
+			below = append(below, c.warpReduce(op, y))
 		}
 		return tot, below
 	}
