@@ -99,6 +99,59 @@ func choose(s step) choice {
 	return choice{kernelFallback, 0, false, sure, 0}
 }
 
+// choicesFor is every kernel choose may pick on device d for steps of up
+// to maxRows rows (with alwaysPredict as a Selector's Config has it): the
+// single-CTA pair, and the kernels (cluster sizes, the keep, the sure set)
+// d's tuning (or rule) picks for any length, rows shared by clusters or
+// not; and groupRows, the most rows a choice shares rows at (0: none).
+// choose is constant between the points where one of its inputs flips (a
+// table's batches and lengths, the sure set's limits, the rule's), so the
+// steps at each such point and one past it meet every choice: a choice
+// left out would run as one CTA a row (Selector.Select).
+func choicesFor(d device, maxRows int, alwaysPredict bool) (out []choice, groupRows int) {
+	out = []choice{{kernelGVR, 0, false, false, 0}, {kernelFallback, 0, false, false, 0}}
+	seen := map[choice]bool{out[0]: true, out[1]: true}
+	var rowsAt, nAt []int
+	for v := 1; v <= 1<<30; v *= 2 {
+		rowsAt, nAt = append(rowsAt, v), append(nAt, v)
+	}
+	rowsAt = append(rowsAt, maxRows, d.sms/8, d.sms/8+1)
+	nAt = append(nAt, gen.SureSetMaxRow, gen.SureSetMaxRow+1)
+	for parts := 1; parts <= 16*gen.MaxGroups; parts++ {
+		nAt = append(nAt, parts*gen.SureSetMaxShare, parts*gen.SureSetMaxShare+1)
+	}
+	if t := d.tuning; t != nil {
+		for _, b := range t.Batches {
+			rowsAt = append(rowsAt, b, b+1)
+		}
+		for _, n := range t.Ns {
+			nAt = append(nAt, n, n+1)
+		}
+	}
+	slices.Sort(rowsAt)
+	slices.Sort(nAt)
+	for _, rows := range slices.Compact(rowsAt) {
+		if rows < 1 || rows > maxRows {
+			continue
+		}
+		for _, n := range slices.Compact(nAt) {
+			for _, p := range []bool{true, false} {
+				for _, one := range []bool{false, true} {
+					c := choose(step{rows: rows, n: n, predicted: p, alwaysPredict: alwaysPredict, device: d, oneCluster: one})
+					if !seen[c] {
+						seen[c] = true
+						out = append(out, c)
+					}
+					if c.groups > 1 {
+						groupRows = max(groupRows, rows)
+					}
+				}
+			}
+		}
+	}
+	return out, groupRows
+}
+
 // SureSet is the rule for gen.Config.SureSet, for rows of n elements
 // over clusters of c CTAs (0: one CTA per row): rows of at most
 // gen.SureSetMaxRow elements in one CTA, and in a cluster where each

@@ -1,6 +1,11 @@
 package topk
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gvr-go/gvr/gen"
+)
 
 func TestChoose(t *testing.T) {
 	tuned := &Tuning{Device: "Test GPU", Batches: []int{1, 8, 64}, Ns: []int{8192, 65536, 262144, 1 << 20},
@@ -130,6 +135,58 @@ func TestTunings(t *testing.T) {
 	for _, tu := range bad {
 		if tu.Check() == nil {
 			t.Errorf("Check(%+v) = nil, want an error", tu)
+		}
+	}
+}
+
+// TestChoicesCover: every step a Selector may take (rows up to its
+// MaxRows, any length, with or without a prediction, rows shared or not)
+// picks a kernel choicesFor names, so NewSelector loads it up front (one
+// it did not would run as one CTA a row). Checked at every table batch
+// and length, the sure set's limits a part and one past each, and random
+// lengths, on each kept table and on the rule. (Lengths at powers of two
+// alone missed the H100 table's clusters of 6 at batch 16 on rows of
+// 64K-96K, which take the sure set: 16K elements a CTA or fewer.)
+func TestChoicesCover(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 33))
+	devs := map[string]device{"rule": {sms: 132, clusters: true}, "none": {sms: 132}}
+	for name, tu := range tunings {
+		devs[name] = device{tuning: tu, sms: 132, clusters: true}
+	}
+	for name, d := range devs {
+		for _, maxRows := range []int{1, 7, 64} {
+			for _, always := range []bool{false, true} {
+				cs, _ := choicesFor(d, maxRows, always)
+				have := map[choice]bool{}
+				for _, c := range cs {
+					have[c] = true
+				}
+				var ns []int
+				for parts := 1; parts <= 16*gen.MaxGroups; parts++ {
+					ns = append(ns, parts*gen.SureSetMaxShare, parts*gen.SureSetMaxShare+1)
+				}
+				for range 2000 {
+					ns = append(ns, 1+r.IntN(1<<22))
+				}
+				if d.tuning != nil {
+					for _, n := range d.tuning.Ns {
+						ns = append(ns, n-1, n, n+1)
+					}
+				}
+				for rows := 1; rows <= maxRows; rows++ {
+					for _, n := range ns {
+						for _, p := range []bool{true, false} {
+							for _, one := range []bool{false, true} {
+								s := step{rows: rows, n: n, predicted: p, alwaysPredict: always, device: d, oneCluster: one}
+								if c := choose(s); !have[c] {
+									t.Fatalf("%s, MaxRows %d, AlwaysPredict %v: %d rows of %d (predicted %v, one cluster %v) choose %v, which choicesFor leaves out",
+										name, maxRows, always, rows, n, p, one, c)
+								}
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }

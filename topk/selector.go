@@ -123,33 +123,10 @@ func NewSelector(cfg Config) (*Selector, error) {
 	return s, nil
 }
 
-// choices are the kernels choose may pick for this selector's steps: the
-// single-CTA pair, and the kernels (cluster sizes, the keep, the sure set)
-// its device's tuning (or rule) picks for up to MaxRows rows of any
-// length, rows shared by clusters or not; and groupRows, the most rows a
-// choice shares rows at (0: none).
+// choices are the kernels choose may pick for this selector's steps
+// (choicesFor).
 func (s *Selector) choices() (out []choice, groupRows int) {
-	out = []choice{{kernelGVR, 0, false, false, 0}, {kernelFallback, 0, false, false, 0}}
-	seen := map[choice]bool{out[0]: true, out[1]: true}
-	for rows := 1; ; rows = min(2*rows, s.cfg.MaxRows) {
-		for n := 1024; n <= 1<<30; n *= 2 {
-			for _, p := range []bool{true, false} {
-				for _, one := range []bool{false, true} {
-					c := choose(step{rows: rows, n: n, predicted: p, alwaysPredict: s.cfg.AlwaysPredict, device: s.device, oneCluster: one})
-					if !seen[c] {
-						seen[c] = true
-						out = append(out, c)
-					}
-					if c.groups > 1 {
-						groupRows = max(groupRows, rows)
-					}
-				}
-			}
-		}
-		if rows == s.cfg.MaxRows {
-			return out, groupRows
-		}
-	}
+	return choicesFor(s.device, s.cfg.MaxRows, s.cfg.AlwaysPredict)
 }
 
 func (s *Selector) allocate() error {
