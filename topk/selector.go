@@ -102,7 +102,7 @@ func NewSelector(cfg Config) (*Selector, error) {
 	}
 	kcfg := cfg.kernelConfig(t)
 	s := &Selector{cfg: cfg, dev: dev, kernels: make(map[choice]*loaded), device: deviceOf(dev.Info())}
-	choices, groupRows := s.choices()
+	choices, groupRows := choicesFor(s.device, cfg.MaxRows, cfg.AlwaysPredict)
 	if groupRows > 0 { // the same for every kernel: it depends on MaxCandidates alone
 		s.groupRows, s.workBytes = groupRows, groupRows*gen.GroupWorkspaceBytes(kcfg)
 	}
@@ -121,12 +121,6 @@ func NewSelector(cfg Config) (*Selector, error) {
 		return nil, fmt.Errorf("topk: NewSelector (%d layers of %d rows, K = %d): %w", cfg.Layers, cfg.MaxRows, cfg.K, err)
 	}
 	return s, nil
-}
-
-// choices are the kernels choose may pick for this selector's steps
-// (choicesFor).
-func (s *Selector) choices() (out []choice, groupRows int) {
-	return choicesFor(s.device, s.cfg.MaxRows, s.cfg.AlwaysPredict)
 }
 
 func (s *Selector) allocate() error {
