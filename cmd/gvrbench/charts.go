@@ -231,7 +231,10 @@ func passesChart(rs []Replay) *plot.Plot {
 // fromReport prints the report saved in path (with compare set, against
 // the report saved there: WriteComparison) and, with charts set, writes
 // its charts there.
-func fromReport(path, charts, compare, tune string, stdout io.Writer) error {
+func fromReport(path, charts, compare, tune, into string, stdout io.Writer) error {
+	if into != "" && tune == "" {
+		return fmt.Errorf("-into %s: splices a -tune table; give -tune too", into)
+	}
 	if paths := strings.Split(path, ","); len(paths) > 1 {
 		if tune == "" {
 			return fmt.Errorf("-from %s: several reports are read only with -tune", path)
@@ -250,7 +253,7 @@ func fromReport(path, charts, compare, tune string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("-from %s: %w", path, err)
 		}
-		return writeTuning(tune, r)
+		return writeTuning(tune, into, r)
 	}
 	r, err := readReport(path)
 	if err != nil {
@@ -258,7 +261,7 @@ func fromReport(path, charts, compare, tune string, stdout io.Writer) error {
 	}
 	if tune != "" {
 		// The kernel choice of a saved -tune run, under today's rule.
-		return writeTuning(tune, r)
+		return writeTuning(tune, into, r)
 	}
 	if compare != "" {
 		base, err := readReport(compare)

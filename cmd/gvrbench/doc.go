@@ -64,6 +64,9 @@
 //	                                  -cluster takes any sizes up to 16: 3, 5 and 6 pay at batches 16-32):
 //	                                  each GVR kernel beside its fallback, which the table
 //	                                  may run on predicted rows too (topk.Tuning.Fallback)
+//	gvrbench -from r1.json,r2.json -tune new.json -into topk/tuning/h200.json
+//	                                  a table with the rows of the runs' batches (each cell
+//	                                  the median over the runs) put into the kept one
 //	gvrbench -replay all -steps 32    replay calibrated decode trajectories (topk.Profiles) through a Selector
 //	gvrbench -trace x.npy             replay a saved decode trace (topk.LoadTrace)
 //	gvrbench -ablation                the paper's ablation (no, random, static, previous-step

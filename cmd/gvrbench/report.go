@@ -585,13 +585,88 @@ func cmpBool(a, b bool) int {
 	return -1
 }
 
-// writeTuning writes rep's kernel choice to path as JSON.
-func writeTuning(path string, rep *Report) error {
+// writeTuning writes rep's kernel choice to path as JSON; with into set,
+// spliced into the table saved there (spliceTuning).
+func writeTuning(path, into string, rep *Report) error {
 	t, err := tuning(rep)
 	if err != nil {
 		return err
 	}
+	if into != "" {
+		base, err := readTuningFile(into)
+		if err != nil {
+			return fmt.Errorf("-into: %w", err)
+		}
+		if t, err = spliceTuning(base, t); err != nil {
+			return fmt.Errorf("-into %s: %w", into, err)
+		}
+	}
 	return writeTuningFile(path, t)
+}
+
+// readTuningFile reads a table as writeTuningFile writes it
+// (topk/tuning/*.json).
+func readTuningFile(path string) (*topk.Tuning, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var t topk.Tuning
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := t.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &t, nil
+}
+
+// spliceTuning is base with t's batches' rows in place of its own, and
+// those it has no row for added in order: a table tuned a few batches at
+// a time (each with the cluster sizes that fit it, perf notes 208) is
+// built up by one -into after another. Both must be of one device and
+// one set of row lengths. A grid that one of them lacks (no keep
+// anywhere, say) reads as all false or 0 there. The command says which
+// rows which command measured; the date is t's.
+func spliceTuning(base, t *topk.Tuning) (*topk.Tuning, error) {
+	if base.Device != t.Device || !slices.Equal(base.Ns, t.Ns) {
+		return nil, fmt.Errorf("a table for %s at N %v does not splice into one for %s at N %v", t.Device, t.Ns, base.Device, base.Ns)
+	}
+	batches := make([]string, len(t.Batches))
+	for i, b := range t.Batches {
+		batches[i] = strconv.Itoa(b)
+	}
+	out := &topk.Tuning{Device: base.Device, Date: t.Date, Ns: base.Ns,
+		Command: fmt.Sprintf("%s; batches %s: %s", base.Command, strings.Join(batches, ", "), t.Command)}
+	for _, b := range slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(base.Batches), t.Batches...)))) {
+		src := t
+		i := slices.Index(t.Batches, b)
+		if i < 0 {
+			src, i = base, slices.Index(base.Batches, b)
+		}
+		out.Batches = append(out.Batches, b)
+		out.Cluster = append(out.Cluster, spliceRow(src.Cluster, i, len(out.Ns)))
+		out.MedianUS = append(out.MedianUS, spliceRow(src.MedianUS, i, len(out.Ns)))
+		if base.Keep != nil || t.Keep != nil {
+			out.Keep = append(out.Keep, spliceRow(src.Keep, i, len(out.Ns)))
+		}
+		if base.Fallback != nil || t.Fallback != nil {
+			out.Fallback = append(out.Fallback, spliceRow(src.Fallback, i, len(out.Ns)))
+		}
+		if base.Groups != nil || t.Groups != nil {
+			out.Groups = append(out.Groups, spliceRow(src.Groups, i, len(out.Ns)))
+		}
+	}
+	return out, out.Check()
+}
+
+// spliceRow is a copy of grid g's row i, or n zero values where the table
+// has no such grid.
+func spliceRow[T any](g [][]T, i, n int) []T {
+	if g == nil {
+		return make([]T, n)
+	}
+	return slices.Clone(g[i])
 }
 
 // writeTuningFile writes t to path as JSON.

@@ -194,7 +194,7 @@ func TestTuning(t *testing.T) {
 	if err := os.WriteFile(rpath, saved, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := fromReport(rpath, "", "", again, io.Discard); err != nil {
+	if err := fromReport(rpath, "", "", again, "", io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(again); err != nil || string(got) != string(raw) {
@@ -621,15 +621,100 @@ func TestMergeRuns(t *testing.T) {
 	}
 	from := strings.Join(paths, ",")
 	out := filepath.Join(dir, "t.json")
-	if err := fromReport(from, "", "", out, io.Discard); err != nil {
+	if err := fromReport(from, "", "", out, "", io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil || !strings.Contains(string(raw), "median over 3 runs") {
 		t.Errorf("the table written from three runs: %v\n%s", err, raw)
 	}
-	if err := fromReport(from, "", "", "", io.Discard); err == nil || !strings.Contains(err.Error(), "only with -tune") {
+	if err := fromReport(from, "", "", "", "", io.Discard); err == nil || !strings.Contains(err.Error(), "only with -tune") {
 		t.Errorf("several reports without -tune: %v", err)
+	}
+}
+
+// TestSpliceTuning: -from R -tune OUT -into TABLE writes TABLE with the
+// rows of R's batches in place of its own and the batches it lacks added
+// in order, every other row as it was; a grid only one side has reads as
+// zero on the other; a table of another device or other row lengths is
+// refused, and so is -into without -tune.
+func TestSpliceTuning(t *testing.T) {
+	ns := []int{8192, 65536}
+	base := &topk.Tuning{Device: "GPU", Command: "gvrbench -tune a", Date: "2026-11-27", Batches: []int{1, 8, 64}, Ns: ns,
+		Cluster:  [][]int{{0, 16}, {4, 8}, {0, 2}},
+		Fallback: [][]bool{{true, true}, {true, false}, {false, true}},
+		Groups:   [][]int{{0, 0}, {0, 0}, {0, 0}},
+		MedianUS: [][]float64{{8, 9}, {9, 11}, {10, 17}}}
+	rows := &topk.Tuning{Device: "GPU", Command: "gvrbench -tune b", Date: "2026-11-28", Batches: []int{6, 8}, Ns: ns,
+		Cluster:  [][]int{{8, 16}, {4, 6}},
+		Keep:     [][]bool{{false, true}, {false, false}},
+		Fallback: [][]bool{{false, false}, {true, true}},
+		MedianUS: [][]float64{{8.5, 9.5}, {8.9, 10.5}}}
+	got, err := spliceTuning(base, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &topk.Tuning{Device: "GPU", Command: "gvrbench -tune a; batches 6, 8: gvrbench -tune b", Date: "2026-11-28",
+		Batches:  []int{1, 6, 8, 64},
+		Ns:       ns,
+		Cluster:  [][]int{{0, 16}, {8, 16}, {4, 6}, {0, 2}},
+		Keep:     [][]bool{{false, false}, {false, true}, {false, false}, {false, false}},
+		Fallback: [][]bool{{true, true}, {false, false}, {true, true}, {false, true}},
+		Groups:   [][]int{{0, 0}, {0, 0}, {0, 0}, {0, 0}},
+		MedianUS: [][]float64{{8, 9}, {8.5, 9.5}, {8.9, 10.5}, {10, 17}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("spliced table (-want +got):\n%s", d)
+	}
+	// The rows spliced are copies: the table spliced into is unchanged.
+	got.Cluster[0][0] = 3
+	if base.Cluster[0][0] != 0 {
+		t.Errorf("splicing shares the base table's rows")
+	}
+
+	other := *rows
+	other.Device = "Other GPU"
+	longer := *rows
+	longer.Ns = []int{8192, 131072}
+	for name, r := range map[string]*topk.Tuning{"another device": &other, "other row lengths": &longer} {
+		if _, err := spliceTuning(base, r); err == nil {
+			t.Errorf("%s: spliced", name)
+		}
+	}
+
+	// Through -from: a -tune run's report spliced into a saved table.
+	dir := t.TempDir()
+	table := filepath.Join(dir, "table.json")
+	if err := os.WriteFile(table, writeBack(t, base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{Command: "gvrbench -tune c", Start: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC),
+		Device: Device{Name: "GPU"}, K: 2048, Kernels: []string{"gvr", "cgvr16+mbar"}}
+	for _, n := range ns {
+		for _, mode := range []string{"cold", "graph"} {
+			r.Timings = append(r.Timings, Timing{Batch: 8, N: n, Mode: mode, Kernel: "gvr", MedianUS: 20},
+				Timing{Batch: 8, N: n, Mode: mode, Kernel: "cgvr16+mbar", MedianUS: 10})
+		}
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, out := filepath.Join(dir, "r.json"), filepath.Join(dir, "out.json")
+	if err := os.WriteFile(from, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := fromReport(from, "", "", out, table, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	spliced, err := readTuningFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(spliced.Batches, spliced.Cluster) != "[1 8 64] [[0 16] [16 16] [0 2]]" || !strings.HasSuffix(spliced.Command, "; batches 8: gvrbench -tune c") {
+		t.Errorf("-from -tune -into: batches %v, clusters %v, command %q", spliced.Batches, spliced.Cluster, spliced.Command)
+	}
+	if err := fromReport(from, "", "", "", table, io.Discard); err == nil || !strings.Contains(err.Error(), "give -tune") {
+		t.Errorf("-into without -tune: %v", err)
 	}
 }
 
