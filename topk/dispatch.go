@@ -303,17 +303,27 @@ var tunings = func() map[string]*Tuning {
 		if err != nil {
 			panic(err)
 		}
-		t := new(Tuning)
-		if err := json.Unmarshal(raw, t); err != nil {
-			panic(fmt.Sprintf("topk: tuning/%s: %v", f.Name(), err))
-		}
-		if err := t.Check(); err != nil {
+		t, err := ParseTuning(raw)
+		if err != nil {
 			panic(fmt.Sprintf("topk: tuning/%s: %v", f.Name(), err))
 		}
 		m[t.Device] = t
 	}
 	return m
 }()
+
+// ParseTuning decodes a table as topk/tuning/*.json holds it (gvrbench
+// -tune writes one) and checks it (Tuning.Check).
+func ParseTuning(raw []byte) (*Tuning, error) {
+	t := new(Tuning)
+	if err := json.Unmarshal(raw, t); err != nil {
+		return nil, err
+	}
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
 // ChoiceConfig is the configuration a Selector generates a chosen kernel
 // with: kc with the choice's cluster size (0: one CTA per row) and, for a

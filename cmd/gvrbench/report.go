@@ -611,14 +611,11 @@ func readTuningFile(path string) (*topk.Tuning, error) {
 	if err != nil {
 		return nil, err
 	}
-	var t topk.Tuning
-	if err := json.Unmarshal(b, &t); err != nil {
+	t, err := topk.ParseTuning(b)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := t.Check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &t, nil
+	return t, nil
 }
 
 // spliceTuning is base with t's batches' rows in place of its own, and
