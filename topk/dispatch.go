@@ -193,7 +193,8 @@ func defaultCluster(s step) int {
 // choice's cold one; with the paper's synthetic rows and static
 // prediction). The choice is the fewest SMs whose worse mode (its median
 // over the fastest's, in the worse of the two) is within 2% of the best
-// (gvrbench's tuneMargin), without the keep where both are, and with the
+// (gvrbench's tuneMargin), a cluster only where it is no slower than one
+// CTA a row in either mode, without the keep where both are, and with the
 // prediction unless the fallback of the same shape is faster in both
 // modes, by more than the margin in one; each timed as the selector runs
 // it, with the sure set where SureSet's rule takes it.

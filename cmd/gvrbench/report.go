@@ -411,7 +411,8 @@ func WriteReplays(w io.Writer, rs []Replay) {
 // fewest SMs whose worse mode is within this fraction of the smallest
 // (one CTA before any cluster, a smaller cluster before a larger): where
 // one option is the fastest in both modes, the fewest SMs within 2% of it
-// in both. Cold medians 1-2% apart ranked the other way graph-replayed
+// in both. A cluster takes part only where it is no slower than one CTA a
+// row in either mode (tuning). Cold medians 1-2% apart ranked the other way graph-replayed
 // (C16 over C8 at 32K-64K, batches 1-4: 1-1.8% faster cold, 3% slower
 // graph-replayed: perf notes 68; C16 over C8 at batch 8, 512K: 5% faster
 // cold, 15% slower graph-replayed: 70), and a smaller choice leaves SMs
@@ -532,6 +533,22 @@ func tuning(rep *Report) (*topk.Tuning, error) {
 					}
 				}
 				return gvr == 0
+			})
+			// A cluster only where it is no slower than one CTA a row in
+			// either mode (issue 15: the choice is never slower than the
+			// single-CTA kernel). Where a cluster trades one mode for the
+			// other against it, one CTA stays: the worse-mode rule below
+			// would take a cluster faster cold and up to the margin slower
+			// graph-replayed (b1 8K, perf notes 209 and 210, refused by
+			// hand in their A/Bs).
+			oneCold, oneGraph := math.Inf(1), math.Inf(1)
+			for _, o := range opts {
+				if o.cluster == 0 {
+					oneCold, oneGraph = min(oneCold, o.cold), min(oneGraph, o.graph)
+				}
+			}
+			opts = slices.DeleteFunc(opts, func(o option) bool {
+				return o.cluster > 0 && (o.cold > oneCold || o.graph > oneGraph)
 			})
 			slices.SortStableFunc(opts, func(a, b option) int {
 				if sms(a) != sms(b) {

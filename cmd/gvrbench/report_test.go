@@ -496,6 +496,37 @@ func TestStepTable(t *testing.T) {
 	}
 }
 
+// TestTuningNoSlowerThanOneCTA: a cluster is chosen only where it is no
+// slower than one CTA a row in either mode, even where the worse-mode
+// rule alone would take it (b1 8K on an H100, perf notes 210: clusters of
+// 4 and 8 faster cold and slower graph-replayed than one CTA).
+func TestTuningNoSlowerThanOneCTA(t *testing.T) {
+	r := &Report{Command: "gvrbench -tune x", Start: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC),
+		Device: Device{Name: "GPU"}, Kernels: []string{"gvr", "cgvr4", "cgvr8"}}
+	add := func(n int, kernel string, cold, graph float64) {
+		r.Timings = append(r.Timings, Timing{Batch: 1, N: n, Mode: "cold", Kernel: kernel, MedianUS: cold},
+			Timing{Batch: 1, N: n, Mode: "graph", Kernel: kernel, MedianUS: graph})
+	}
+	// 8K: C4's worse mode (graph-replayed, 1.4% over the fastest) is the
+	// least, and one CTA's (cold, 3.4%) is past the margin of it, so the
+	// worse-mode rule alone takes C4; but C4 and C8 are slower
+	// graph-replayed than one CTA.
+	add(8192, "gvr", 8.74, 5.82)
+	add(8192, "cgvr4", 8.50, 5.90)
+	add(8192, "cgvr8", 8.45, 5.95)
+	// 16K: C8 faster than one CTA in both modes, and the fastest.
+	add(16384, "gvr", 8.9, 6.6)
+	add(16384, "cgvr4", 8.6, 6.1)
+	add(16384, "cgvr8", 8.4, 5.9)
+	tu, err := tuning(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[[0 8]]"; fmt.Sprint(tu.Cluster) != want || fmt.Sprint(tu.MedianUS) != "[[8.7 8.4]]" {
+		t.Errorf("tuning: cluster %v (want %s), medians %v", tu.Cluster, want, tu.MedianUS)
+	}
+}
+
 // TestTuningGroups: a row shared by clusters (gfallbackCxG) is chosen
 // where it is the fastest by the rule, as the fallback it is (it beats
 // the GVR kernels of its cluster size), and the table's Groups grid says
