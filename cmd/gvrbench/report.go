@@ -408,33 +408,35 @@ func WriteReplays(w io.Writer, rs []Replay) {
 // tuneMargin is how close a -tune choice must be: per batch and N, each
 // option's worse mode is the larger of its cold and graph-replayed
 // medians' ratios to the fastest in that mode, and the choice is the
-// fewest SMs whose worse mode is within this fraction of the smallest
-// (one CTA before any cluster, a smaller cluster before a larger): where
-// one option is the fastest in both modes, the fewest SMs within 2% of it
-// in both. A cluster takes part only where it is no slower than one CTA a
-// row in either mode (tuning). Cold medians 1-2% apart ranked the other way graph-replayed
-// (C16 over C8 at 32K-64K, batches 1-4: 1-1.8% faster cold, 3% slower
-// graph-replayed: perf notes 68; C16 over C8 at batch 8, 512K: 5% faster
-// cold, 15% slower graph-replayed: 70), and a smaller choice leaves SMs
-// to the rest of the step.
+// fewest SMs whose worse mode is within this fraction of the smallest (one
+// CTA before any cluster, a smaller cluster before a larger): where one
+// option is the fastest in both modes, the fewest SMs within 2% of it in
+// both. A cluster takes part only where it is no slower than one CTA a row
+// in either mode (tuning). Cold medians 1-2% apart ranked the other way
+// graph-replayed (C16 over C8 at 32K-64K, batches 1-4: 1-1.8% faster cold,
+// 3% slower graph-replayed: perf notes 68; C16 over C8 at batch 8, 512K:
+// 5% faster cold, 15% slower graph-replayed: 70), and a smaller choice
+// leaves SMs to the rest of the step.
 const tuneMargin = 0.02
 
-// tuning is the kernel choice rep measured (a -tune run): per batch and
-// N, the cluster size of a gvr_topk_cluster column (cgvrC), or 0 for
+// tuning is the kernel choice rep measured (a -tune run): per batch and N,
+// the cluster size of a gvr_topk_cluster column (cgvrC), or 0 for
 // gvr_topk, whether it keeps a long row's excess's high vectors (a +keep
 // column), and whether a predicted step runs the fallback of that shape
 // instead (fallback, cfallbackC: the prediction unused), and how many
 // clusters share each row (gfallbackCxG: the fallback, G clusters of C a
 // row), by cold and graph-replayed medians under tuneMargin: the fewest
 // SMs, among the same SMs no keep before the keep and the prediction
-// before the fallback. The
-// keep counts only where it beats its kernel and cluster size without it,
-// and the fallback only where it is faster than the GVR kernels of its
-// cluster size (with the keep and without; a row shared by clusters, than
-// every GVR kernel) in both modes, by more than the margin in one. Each option is timed as the selector runs it: with the
-// sure set where topk.SureSet's rule takes it (its +sure column, where the
-// run has one). The table keeps the choice's cold median, and a keep,
-// fallback or groups grid only where some cell takes it.
+// before the fallback. The keep counts only where it beats its kernel and
+// cluster size without it, and the fallback only where it is faster than
+// the GVR kernels of its cluster size (with the keep and without; a row
+// shared by clusters, than every GVR kernel) in both modes, by more than
+// the margin in one, and a cluster only where it is no slower than one CTA
+// a row (gvr_topk or the fallback) in either mode. Each option is timed as
+// the selector runs it: with the sure set where topk.SureSet's rule takes
+// it (its +sure column, where the run has one). The table keeps the
+// choice's cold median, and a keep, fallback or groups grid only where
+// some cell takes it.
 func tuning(rep *Report) (*topk.Tuning, error) {
 	t := &topk.Tuning{Device: rep.Device.Name, Command: rep.Command, Date: rep.Start.Format("2006-01-02"),
 		Batches: rep.batches(), Ns: rep.ns()}
