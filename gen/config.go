@@ -78,7 +78,8 @@ type Config struct {
 	// element, so it pays where a CTA walks few elements: the Selector
 	// takes it for rows of at most SureSetMaxRow elements in one CTA, and
 	// in a cluster where a CTA's part of the row is at most
-	// SureSetMaxShare (perf notes 91, 101).
+	// SureSetMaxShare, SureSetMaxShareSmall in small clusters (perf notes
+	// 91, 101, 212).
 	SureSet bool
 	// DependentLaunch makes a kernel fit for a programmatic dependent
 	// launch (runtime.Kernel.LaunchDependent; sm_90+): its first
@@ -110,10 +111,15 @@ const MaxGroups = 8
 // Where the Selector takes Config.SureSet: rows of at most SureSetMaxRow
 // elements in one CTA (whose walks over global memory hide the extra
 // work longer), and in a cluster, parts of at most SureSetMaxShare
-// elements a CTA.
+// elements a CTA, or SureSetMaxShareSmall in clusters of fewer than
+// SureSetSmallCluster CTAs (there the set paid at 16K-32K a CTA in both
+// modes, in clusters of 8 it was a wash and of 16 it lost: perf notes
+// 212).
 const (
-	SureSetMaxRow   = 32768
-	SureSetMaxShare = 16384
+	SureSetMaxRow        = 32768
+	SureSetMaxShare      = 16384
+	SureSetMaxShareSmall = 32768
+	SureSetSmallCluster  = 8
 )
 
 // ScoreType is the element type of the score rows.

@@ -118,7 +118,9 @@ func choicesFor(d device, maxRows int, alwaysPredict bool) (out []choice, groupR
 	rowsAt = append(rowsAt, maxRows, d.sms/8, d.sms/8+1)
 	nAt = append(nAt, gen.SureSetMaxRow, gen.SureSetMaxRow+1)
 	for parts := 1; parts <= 16*gen.MaxGroups; parts++ {
-		nAt = append(nAt, parts*gen.SureSetMaxShare, parts*gen.SureSetMaxShare+1)
+		for _, share := range []int{gen.SureSetMaxShare, gen.SureSetMaxShareSmall} {
+			nAt = append(nAt, parts*share, parts*share+1)
+		}
 	}
 	if t := d.tuning; t != nil {
 		for _, b := range t.Batches {
@@ -155,7 +157,9 @@ func choicesFor(d device, maxRows int, alwaysPredict bool) (out []choice, groupR
 // SureSet is the rule for gen.Config.SureSet, for rows of n elements
 // over clusters of c CTAs (0: one CTA per row): rows of at most
 // gen.SureSetMaxRow elements in one CTA, and in a cluster where each
-// CTA's part is at most gen.SureSetMaxShare elements. On an H100 the sure
+// CTA's part is at most gen.SureSetMaxShare elements
+// (gen.SureSetMaxShareSmall in clusters of fewer than
+// gen.SureSetSmallCluster CTAs, perf notes 212). On an H100 the sure
 // set took 0.4-0.7 us off Phase 4 everywhere, and cost the first pass and
 // Phase 3 more the more elements each CTA walks, in shared memory more
 // than in global memory: one CTA -2 to -6% from 8K to 32K and about
@@ -164,8 +168,11 @@ func choicesFor(d device, maxRows int, alwaysPredict bool) (out []choice, groupR
 // own sure candidates out (95), 16K elements a CTA pays too (-2 to -4%
 // cold, -3 to -6% graph-replayed), 32K not (perf notes 101).
 func SureSet(n, c int) bool {
-	if c <= 1 {
+	switch {
+	case c <= 1:
 		return n <= gen.SureSetMaxRow
+	case c < gen.SureSetSmallCluster:
+		return (n+c-1)/c <= gen.SureSetMaxShareSmall
 	}
 	return (n+c-1)/c <= gen.SureSetMaxShare
 }

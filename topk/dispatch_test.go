@@ -92,14 +92,16 @@ func TestChooseGroups(t *testing.T) {
 
 // TestSureSetRule: the sure set for rows of at most gen.SureSetMaxRow
 // elements in one CTA, and where a cluster CTA's part of the row is at
-// most gen.SureSetMaxShare elements; not past them.
+// most gen.SureSetMaxShare elements (gen.SureSetMaxShareSmall in clusters
+// of 2-7); not past them.
 func TestSureSetRule(t *testing.T) {
 	for _, c := range []struct {
 		n, cluster int
 		want       bool
 	}{{1, 0, true}, {8192, 0, true}, {32768, 0, true}, {32769, 0, false}, {65536, 0, false},
 		{131072, 8, true}, {131073, 8, false}, {262144, 16, true}, {262145, 16, false},
-		{32768, 2, true}, {32769, 2, false}, {1 << 20, 16, false}} {
+		{65536, 2, true}, {65537, 2, false}, {131072, 4, true}, {131073, 4, false}, {229376, 7, true},
+		{229377, 7, false}, {1 << 20, 16, false}} {
 		if got := SureSet(c.n, c.cluster); got != c.want {
 			t.Errorf("SureSet(%d, %d) = %v, want %v", c.n, c.cluster, got, c.want)
 		}
@@ -163,7 +165,9 @@ func TestChoicesCover(t *testing.T) {
 				}
 				var ns []int
 				for parts := 1; parts <= 16*gen.MaxGroups; parts++ {
-					ns = append(ns, parts*gen.SureSetMaxShare, parts*gen.SureSetMaxShare+1)
+					for _, share := range []int{gen.SureSetMaxShare, gen.SureSetMaxShareSmall} {
+						ns = append(ns, parts*share, parts*share+1)
+					}
 				}
 				for range 2000 {
 					ns = append(ns, 1+r.IntN(1<<22))
