@@ -166,7 +166,9 @@ func choicesFor(d device, maxRows int, alwaysPredict bool) (out []choice, groupR
 // nothing at 64K; clusters -1 to -3% at 64K over 8 CTAs, +1 to +5% from
 // 16K elements a CTA on (perf notes 91). Since each cluster CTA writes its
 // own sure candidates out (95), 16K elements a CTA pays too (-2 to -4%
-// cold, -3 to -6% graph-replayed), 32K not (perf notes 101).
+// cold, -3 to -6% graph-replayed), 32K not (perf notes 101); after
+// 179-202, 32K pays in clusters of 2-7 (-1 to -5% cold, -1 to -8%
+// graph-replayed) and not in clusters of 8 or 16 (perf notes 212).
 func SureSet(n, c int) bool {
 	switch {
 	case c <= 1:
