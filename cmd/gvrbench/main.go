@@ -103,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed of the synthetic scores")
 	fs.IntVar(&o.device, "device", 0, "CUDA device ordinal")
 	mode := fs.String("mode", "cold,warm", "timing modes, comma-separated: cold (L2 flushed before each launch), warm (no flush), graph (launches captured in a CUDA graph, replayed: kernel time without the launch and event overhead)")
-	fs.StringVar(&o.into, "into", "", "with -tune, splice the measured rows into the table saved in `file` (topk/tuning/*.json: the rows of the measured batches replaced, the others kept) and write that: a table tuned a few batches at a time")
+	fs.StringVar(&o.into, "into", "", intoUsage)
 	fs.StringVar(&o.tune, "tune", "", "measure gvr_topk against gvr_topk_cluster for every -cluster size, each beside its fallback (topk_fallback, topk_fallback_cluster), for every -batch and -n (cold and graph-replayed), and write the choice per batch and N to `file`: the fewest SMs whose worse mode (its median over the fastest's) is within 2% of the best, with the prediction unless the fallback of that shape is faster in both modes, by more than 2% in one; each kernel timed with the sure set too, and ranked with it where topk.SureSet's rule takes it (topk.Tuning JSON; topk/tuning/ keeps one per GPU); with -from, the choice of a saved -tune run's report (-o), or of several runs' (comma-separated: each cell's median over them)")
 	fs.BoolVar(&o.phases, "phases", true, "per-phase breakdown from the instrumented kernels")
 	fs.BoolVar(&o.phasesWarm, "phases-warm", false, "take the per-phase breakdown warm (after one untimed launch, no L2 flush before each) instead of cold: what a cold row's misses add to each step")

@@ -16,7 +16,7 @@ func main() {
 	charts := fs.String("charts", "", "write charts (SVG and PNG) into `dir`")
 	compare := fs.String("compare", "", "print the -from report's medians against those of the report in `file`")
 	tune := fs.String("tune", "", "write the kernel choice of the -from report (a -tune run's -o; several, comma-separated: each cell's median over them) to `file`")
-	into := fs.String("into", "", "with -tune, splice the measured rows into the table saved in `file` (topk/tuning/*.json: the rows of the measured batches replaced, the others kept) and write that: a table tuned a few batches at a time")
+	into := fs.String("into", "", intoUsage)
 	fs.Parse(os.Args[1:])
 	if *from != "" {
 		if err := fromReport(*from, *charts, *compare, *tune, *into, os.Stdout); err != nil {

@@ -637,6 +637,9 @@ func readTuningFile(path string) (*topk.Tuning, error) {
 	return t, nil
 }
 
+// intoUsage is -into's help, the same in both builds.
+const intoUsage = "with -tune, splice the measured rows into the table saved in `file` (topk/tuning/*.json: the rows of the measured batches replaced, the others kept) and write that: a table tuned a few batches at a time"
+
 // spliceTuning is base with t's batches' rows in place of its own, and
 // those it has no row for added in order: a table tuned a few batches at
 // a time (each with the cluster sizes that fit it, perf notes 208) is
